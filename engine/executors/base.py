@@ -1,0 +1,64 @@
+"""What an executor is given and what it returns; the bridge between Dispatch and StepFinished."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from engine.interpreter.commands import Dispatch
+from engine.interpreter.events import StepFinished
+from engine.model import Step
+
+
+@dataclass(frozen=True, slots=True)
+class StepRequest:
+    """One call of a step's agent."""
+
+    run_id: str
+    step: str
+    attempt: int
+    agent: str
+    command: str
+    spec: Step
+    iteration: int = 0
+    call: int = 1
+    stdin: str | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 3600.0
+    previous_output: str | None = None
+    workdir: str | None = None
+
+    @classmethod
+    def from_dispatch(cls, dispatch: Dispatch, spec: Step, *, run_id: str, workdir: str | None = None) -> StepRequest:
+        return cls(run_id=run_id, step=dispatch.step, attempt=dispatch.attempt, agent=dispatch.agent,
+                   command=dispatch.command, spec=spec, iteration=dispatch.iteration, call=dispatch.call,
+                   stdin=dispatch.stdin, inputs=dict(dispatch.inputs), timeout_s=dispatch.timeout_s,
+                   previous_output=dispatch.previous_output, workdir=workdir)
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """What the agent produced. `error_code` "timeout" means the executor stopped it at its timeout."""
+
+    ok: bool
+    outputs: dict[str, Any] | None = None
+    stdout: str = ""
+    error: str | None = None
+    error_code: str | None = None
+    tokens: int = 0
+    cost: float = 0.0
+
+    @classmethod
+    def failure(cls, message: str, code: str = "agent_error", stdout: str = "") -> StepResult:
+        return cls(ok=False, stdout=stdout, error=message, error_code=code)
+
+    def event(self, request: StepRequest, at: float) -> StepFinished:
+        return StepFinished(step=request.step, attempt=request.attempt, iteration=request.iteration, ok=self.ok,
+                            outputs=self.outputs, stdout=self.stdout, error=self.error, error_code=self.error_code,
+                            tokens=self.tokens, cost=self.cost, at=at)
+
+
+class Executor(Protocol):
+    def execute(self, request: StepRequest, cancel: threading.Event) -> StepResult:
+        """Run the step's agent until it returns, its timeout passes or `cancel` is set."""

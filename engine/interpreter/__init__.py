@@ -1,0 +1,20 @@
+"""The interpreter: a deterministic state machine (events in, commands out)."""
+
+from engine.interpreter.commands import (
+    COMMANDS, CancelChild, CancelStep, Dispatch, FinishRun, RequestApproval, ScheduleTimer, StartChild,
+    StepChanged, command_from_json,
+)
+from engine.interpreter.events import (
+    EVENTS, ApprovalDecided, CancelRequested, ChildFinished, DispatchBlocked, DispatchHeld, RunStarted,
+    StepFinished, TimerFired, event_from_json,
+)
+from engine.interpreter.machine import EventRejected, Interpreter, initial_variables
+from engine.interpreter.state import Options, RunState, RunStatus, StepState, StepStatus, Wait
+
+__all__ = [
+    "COMMANDS", "EVENTS", "ApprovalDecided", "CancelChild", "CancelRequested", "CancelStep", "ChildFinished",
+    "Dispatch", "DispatchBlocked", "DispatchHeld", "EventRejected", "FinishRun", "Interpreter", "Options",
+    "RequestApproval", "RunStarted", "RunState", "RunStatus", "ScheduleTimer", "StartChild", "StepChanged",
+    "StepFinished", "StepState", "StepStatus", "TimerFired", "Wait", "command_from_json", "event_from_json",
+    "initial_variables",
+]

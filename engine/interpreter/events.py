@@ -1,0 +1,98 @@
+"""Events the interpreter is fed. Each carries `at`, the time it happened (seconds)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.interpreter.messages import Message, from_json, registry
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted(Message):
+    at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class StepFinished(Message):
+    """An executor's result for one attempt (and loop iteration) of an agent step."""
+
+    step: str
+    attempt: int
+    ok: bool
+    iteration: int = 0
+    outputs: dict[str, Any] | None = None
+    stdout: str = ""
+    error: str | None = None
+    error_code: str | None = None  # "timeout" marks an attempt the executor timed out
+    tokens: int = 0
+    cost: float = 0.0
+    at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchBlocked(Message):
+    """A governance gate blocked the dispatch of an attempt."""
+
+    step: str
+    attempt: int
+    gate: str
+    code: str
+    retryable: bool = False
+    message: str = ""
+    at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchHeld(Message):
+    """A governance gate held the dispatch of an attempt for a human decision."""
+
+    step: str
+    attempt: int
+    gate: str
+    message: str = ""
+    at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided(Message):
+    """A decision on the step's pending approval: approve/reject, or retry/skip/abort for an escalation."""
+
+    step: str
+    decision: str
+    by: str | None = None
+    comment: str | None = None
+    at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class TimerFired(Message):
+    timer: str
+    at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ChildFinished(Message):
+    """A sub-workflow run ended; `status` is completed, failed or cancelled."""
+
+    step: str
+    attempt: int
+    status: str
+    outputs: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRequested(Message):
+    by: str | None = None
+    reason: str = ""
+    at: float = 0.0
+
+
+EVENTS = registry(RunStarted, StepFinished, DispatchBlocked, DispatchHeld, ApprovalDecided, TimerFired,
+                  ChildFinished, CancelRequested)
+
+
+def event_from_json(data: dict) -> Message:
+    return from_json(data, EVENTS)

@@ -1,0 +1,735 @@
+"""The interpreter: a deterministic state machine fed events, answering with commands.
+
+It does no I/O and reads no clock: time comes in on events (`at`), and
+waiting is a ScheduleTimer command. `advance(event)` updates the state in
+place and returns the commands; `RunState.to_json()` at any point between
+events is a checkpoint from which `Interpreter.restore` continues exactly.
+"""
+
+from __future__ import annotations
+
+import heapq
+from datetime import datetime, timezone
+from typing import Any
+
+from engine.expressions import MISSING, EvaluationError, Scope
+from engine.interpreter import commands as cmd
+from engine.interpreter import events as ev
+from engine.interpreter import triggers
+from engine.interpreter.state import Options, RunState, RunStatus, StepState, StepStatus, Wait
+from engine.outputs import coerce, coerce_outputs, validate_outputs
+from engine.templates import TemplateError, shell_quote, to_text
+from engine.workflow import StepSpec, Workflow
+
+NOT_RETRIED = frozenset({"template_error", "condition_error", "input_missing", "rejected"})
+APPROVAL_OPTIONS = ("approve", "reject")
+ESCALATION_OPTIONS = ("retry", "skip", "abort")
+TERMINAL = StepStatus.TERMINAL
+RUNNING, WAITING, PENDING = StepStatus.RUNNING, StepStatus.WAITING, StepStatus.PENDING
+_READY_WAITS = (Wait.QUEUED, Wait.REDISPATCH)
+
+
+class EventRejected(ValueError):
+    """An event that does not fit the run (a decision nobody asked for, a wrong option); nothing changed."""
+
+
+def initial_variables(workflow: Workflow, args: dict[str, Any]) -> dict[str, Any]:
+    """The document's variables overlaid by the run's arguments."""
+    return {**workflow.document.variables, **args}
+
+
+class Interpreter:
+    """Drives one run of one workflow.
+
+    Args:
+        workflow: the compiled workflow the run pinned.
+        state: the run's state (new, or restored from a checkpoint).
+    """
+
+    def __init__(self, workflow: Workflow, state: RunState):
+        self.workflow = workflow
+        self.state = state
+        self._specs: list[StepSpec] = workflow.steps
+        self._ids = [spec.id for spec in self._specs]
+        self._index = {spec.id: i for i, spec in enumerate(self._specs)}
+        self._st: list[StepState] = [state.steps[spec.id] for spec in self._specs]
+        self._deps = [tuple(self._index[d] for d in spec.deps) for spec in self._specs]
+        self._dependents: list[list[int]] = [[] for _ in self._specs]
+        for i, deps in enumerate(self._deps):
+            for d in deps:
+                self._dependents[d].append(i)
+        self._agent = [spec.kind == "agent" for spec in self._specs]
+        self._out: list = []
+        self._outputs: dict[str, Any] = {}
+        self._stdout: dict[str, str] = {}
+        self._scope = Scope(step_ids=workflow.by_id, outputs=self._outputs, stdout=self._stdout,
+                            variables=state.variables, args=state.args, run={})
+        self._rebuild()
+
+    # -- construction --------------------------------------------------------
+
+    @classmethod
+    def new(cls, workflow: Workflow, *, run_id: str, args: dict[str, Any] | None = None,
+            options: Options | None = None, state: RunState | None = None) -> Interpreter:
+        """A run that has not started: feed it RunStarted.
+
+        Args:
+            workflow: the compiled workflow.
+            run_id: the run's id (templates see it as `run.id`).
+            args: run arguments, already checked against the document's `args`.
+            options: concurrency, default timeout, shell agents.
+            state: a prepared state (restart-from-step) instead of an empty one.
+        """
+        if state is None:
+            args = dict(args or {})
+            state = RunState(run_id=run_id, args=args, options=options or Options(),
+                             steps={spec.id: StepState() for spec in workflow.steps},
+                             variables=initial_variables(workflow, args))
+        return cls(workflow, state)
+
+    @classmethod
+    def restore(cls, workflow: Workflow, checkpoint: dict[str, Any]) -> Interpreter:
+        """Continue a run from `RunState.to_json()` output."""
+        return cls(workflow, RunState.from_json(checkpoint))
+
+    def _rebuild(self) -> None:
+        """Derive the indexes that are not part of the checkpoint."""
+        st = self._st
+        self._open = sum(1 for s in st if s.status not in TERMINAL)
+        self._slots = sum(1 for i, s in enumerate(st) if s.status == RUNNING and self._agent[i])
+        self._active = sum(1 for s in st if _is_active(s))
+        self._unresolved = [sum(1 for d in deps if st[d].status not in TERMINAL) for deps in self._deps]
+        self._ready: list[tuple[str, int]] = [(self._ids[i], i) for i, s in enumerate(st)
+                                              if s.status == PENDING and s.wait in _READY_WAITS]
+        heapq.heapify(self._ready)
+        self._candidates = [i for i, s in enumerate(st)
+                            if s.status == PENDING and s.wait is None and self._unresolved[i] == 0]
+        for i, s in enumerate(st):
+            if s.outputs is not None:
+                self._outputs[self._ids[i]] = s.outputs
+            if s.stdout is not None:
+                self._stdout[self._ids[i]] = s.stdout
+        self._scope.run = {"id": self.state.run_id, "started_at": _iso(self.state.started_at)}
+
+    # -- the public step function ------------------------------------------
+
+    def advance(self, event: Any) -> list:
+        """Apply one event; return the commands it produced.
+
+        Raises:
+            EventRejected: the event does not fit the run; the state is unchanged.
+        """
+        state = self.state
+        if event.at > state.now:
+            state.now = event.at
+        self._out = out = []
+        handler = _HANDLERS.get(type(event))
+        if handler is None:
+            raise EventRejected(f"unknown event {type(event).__name__}")
+        if state.status in RunStatus.TERMINAL:
+            if isinstance(event, ev.ApprovalDecided):
+                raise EventRejected("the run has ended; there is nothing to decide")
+            return out
+        handler(self, event)
+        if state.status == RunStatus.RUNNING:
+            self._pump()
+        return out
+
+    @property
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        return [a for a in self.state.approvals if a["status"] == "pending"]
+
+    @property
+    def finished(self) -> bool:
+        return self.state.status in RunStatus.TERMINAL
+
+    # -- event handlers -----------------------------------------------------
+
+    def _on_run_started(self, event: ev.RunStarted) -> None:
+        state = self.state
+        if state.status != RunStatus.PENDING:
+            return
+        state.status = RunStatus.RUNNING
+        state.started_at = event.at
+        self._scope.run = {"id": state.run_id, "started_at": _iso(event.at)}
+
+    def _on_step_finished(self, event: ev.StepFinished) -> None:
+        i = self._index.get(event.step)
+        if i is None:
+            raise EventRejected(f"no step {event.step!r} in this workflow")
+        st = self._st[i]
+        if (st.status != RUNNING or not self._agent[i] or st.attempt != event.attempt
+                or st.iteration != event.iteration):
+            return  # a late or repeated result of an attempt that is over: ignore it
+        st.tokens += event.tokens
+        st.cost += event.cost
+        st.stdout = event.stdout
+        self._stdout[self._ids[i]] = event.stdout
+        if not event.ok:
+            timed_out = event.error_code == "timeout"
+            self._fail(i, event.error_code or "agent_error", event.error or "the agent failed", timed_out)
+            return
+        outputs = event.outputs if isinstance(event.outputs, dict) else {}
+        spec = self._specs[i]
+        if spec.model.loop is not None:
+            self._loop_iteration_done(i, outputs, event.stdout)
+        else:
+            self._complete_with(i, outputs)
+
+    def _on_dispatch_blocked(self, event: ev.DispatchBlocked) -> None:
+        i = self._current_attempt(event.step, event.attempt)
+        if i is None:
+            return
+        st = self._st[i]
+        delays = self.state.options.gate_retry_delays_s
+        if event.retryable and st.gate_retries < len(delays):
+            delay = delays[st.gate_retries]
+            st.gate_retries += 1
+            self._set(i, PENDING, Wait.GATE_RETRY, error=event.message, code=event.code)
+            self._timer(i, delay, "gate_retry")
+            return
+        self._fail(i, event.code, event.message or f"blocked by the {event.gate} gate", False)
+
+    def _on_dispatch_held(self, event: ev.DispatchHeld) -> None:
+        i = self._current_attempt(event.step, event.attempt)
+        if i is None:
+            return
+        self._set(i, WAITING, Wait.HOLD)
+        self._request(i, "hold", APPROVAL_OPTIONS, event.message or f"held by the {event.gate} gate")
+
+    def _on_approval_decided(self, event: ev.ApprovalDecided) -> None:
+        i = self._index.get(event.step)
+        record = None
+        if i is not None:
+            record = next((a for a in reversed(self.state.approvals)
+                           if a["step"] == event.step and a["status"] == "pending"), None)
+        if record is None:
+            raise EventRejected(f"step {event.step!r} has no pending approval")
+        if event.decision not in record["options"]:
+            raise EventRejected(f"{event.decision!r} does not answer a{'n' if record['kind'][0] in 'ae' else ''} "
+                                f"{record['kind']}; choose one of {', '.join(record['options'])}")
+        kind = record["kind"]
+        positive = event.decision in ("approve", "retry", "skip")
+        record.update(status="approved" if positive else "rejected", decision=event.decision,
+                      decided_at=self.state.now, by=event.by, comment=event.comment)
+        spec, st = self._specs[i], self._st[i]
+        if kind == "approval":
+            if event.decision == "approve" or spec.model.on_reject == "continue":
+                self._finish_ok(i, {"approved": event.decision == "approve"})
+            else:
+                self._fail(i, "rejected", _decided("rejected", event.by), False)
+        elif kind == "hold":
+            if event.decision == "approve":
+                st.hold_approved = True
+                self._set(i, PENDING, Wait.REDISPATCH)
+                heapq.heappush(self._ready, (self._ids[i], i))
+            else:
+                self._fail(i, "rejected", _decided("rejected the governance hold", event.by), False)
+        elif event.decision == "retry":
+            st.escalated = True
+            self._queue(i)
+        elif event.decision == "skip":
+            self._skip_by_policy(i)
+        else:
+            self._set(i, StepStatus.FAILED, None, error=st.error, code=st.error_code)
+            self._halt(i)
+
+    def _on_timer_fired(self, event: ev.TimerFired) -> None:
+        timer = self.state.timers.pop(event.timer, None)
+        if timer is None:
+            return
+        i = self._index[timer["step"]]
+        st = self._st[i]
+        if st.timer != event.timer:
+            return  # superseded
+        st.timer = None
+        purpose = timer["purpose"]
+        if purpose == "timeout" and st.status == RUNNING:
+            self._out.append(cmd.CancelStep(self._ids[i], st.attempt, "timeout"))
+            self._fail(i, "timeout", f"timed out after {_seconds(timer['seconds'])}", True)
+        elif purpose == "approval_timeout" and st.status == WAITING:
+            for record in self.state.approvals:
+                if record["step"] == self._ids[i] and record["status"] == "pending":
+                    record["status"] = "expired"
+            self._fail(i, "timeout", f"no decision within {_seconds(timer['seconds'])}", True)
+        elif purpose == "retry" and st.wait == Wait.RETRY:
+            self._set(i, PENDING, Wait.QUEUED, error=st.error, code=st.error_code)
+            heapq.heappush(self._ready, (self._ids[i], i))
+        elif purpose == "gate_retry" and st.wait == Wait.GATE_RETRY:
+            self._set(i, PENDING, Wait.REDISPATCH, error=st.error, code=st.error_code)
+            heapq.heappush(self._ready, (self._ids[i], i))
+
+    def _on_child_finished(self, event: ev.ChildFinished) -> None:
+        i = self._current_attempt(event.step, event.attempt)
+        if i is None or self._st[i].wait != Wait.CHILD:
+            return
+        if event.status == "completed":
+            self._complete_with(i, event.outputs or {})
+        else:
+            self._fail(i, "subworkflow_failed", f"the sub-workflow {event.status}"
+                       + (f": {event.error}" if event.error else ""), False)
+
+    def _on_cancel_requested(self, event: ev.CancelRequested) -> None:
+        message = _decided("cancelled", event.by) + (f": {event.reason}" if event.reason else "")
+        for i, st in enumerate(self._st):
+            if st.status in TERMINAL:
+                continue
+            self._stop(i, "run_cancelled", message)
+        self._finish(RunStatus.CANCELLED, message, "run_cancelled")
+
+    # -- the loop: decide ready steps, dispatch, finish -----------------------
+
+    def _pump(self) -> None:
+        """Decide every step whose dependencies are final (sorted by id), then fill free slots."""
+        while True:
+            if self._candidates:
+                batch = sorted(self._candidates, key=self._ids.__getitem__)
+                self._candidates = []
+                for i in batch:
+                    if self._st[i].status == PENDING and self._st[i].wait is None:
+                        self._decide(i)
+            limit = self.state.options.max_concurrency
+            while self._ready and self._slots < limit:
+                _, i = heapq.heappop(self._ready)
+                st = self._st[i]
+                if st.status == PENDING and st.wait in _READY_WAITS:
+                    self._dispatch(i)
+            if not self._candidates:
+                break
+        if self.state.status == RunStatus.RUNNING:
+            if self._open == 0:
+                self._finish_run()
+            elif self._active == 0:
+                self._stall()
+
+    def _decide(self, i: int) -> None:
+        spec = self._specs[i]
+        rule = spec.trigger_rule
+        if self.state.halted and rule != "all_done":
+            self._settle_after_halt(i)
+            return
+        verdict = triggers.decide(rule, (self._st[d].status for d in self._deps[i]))
+        if verdict == triggers.SKIP:
+            self._set(i, StepStatus.SKIPPED, None)
+            return
+        if verdict == triggers.UPSTREAM_FAILED:
+            self._set(i, StepStatus.FAILED, None, error="blocked by upstream failure", code="upstream_failed")
+            return
+        if verdict == triggers.RUN_HALTED:
+            self._set(i, StepStatus.CANCELLED, None, error="the run halted", code="run_halted")
+            return
+        if spec.condition is not None:
+            try:
+                holds = spec.condition.evaluate(self._scope)
+            except EvaluationError as exc:
+                self._fail(i, "condition_error", f"the condition could not be evaluated: {exc}", False)
+                return
+            if not holds:
+                self._set(i, StepStatus.SKIPPED, None)
+                return
+        if spec.kind == "approval":
+            self._start_approval(i)
+        elif spec.kind == "subworkflow":
+            self._start_child(i)
+        else:
+            self._queue(i)
+
+    def _queue(self, i: int) -> None:
+        self._set(i, PENDING, Wait.QUEUED, error=self._st[i].error, code=self._st[i].error_code)
+        heapq.heappush(self._ready, (self._ids[i], i))
+
+    def _dispatch(self, i: int) -> None:
+        spec, st = self._specs[i], self._st[i]
+        if st.wait == Wait.QUEUED:
+            st.attempt += 1
+            st.gate_retries = 0
+            st.hold_approved = False
+            if spec.model.loop is not None and st.iteration == 0:
+                st.iteration = 1
+        self._mark_started(i)
+        self._set(i, RUNNING, None)
+        scope = self._scope
+        try:
+            inputs = self._resolve_inputs(spec)
+        except _StepError as exc:
+            self._fail(i, exc.code, str(exc), False)
+            return
+        quote = shell_quote if spec.model.agent in self.state.options.shell_agents else None
+        try:
+            command = spec.command.render(scope, quote) if spec.command is not None else ""
+            stdin = None
+            if spec.stdin is not None:
+                value = scope.resolve(spec.stdin.dollar, spec.stdin.segments)
+                if value is MISSING:
+                    raise TemplateError(f"stdin {spec.stdin.text()} does not resolve")
+                stdin = to_text(value)
+        except TemplateError as exc:
+            self._fail(i, "template_error", str(exc), False)
+            return
+        timeout = spec.model.timeout_s or self.state.options.default_timeout_s
+        previous = None
+        if spec.model.loop is not None and not spec.model.loop.fresh_context and st.history:
+            previous = st.history[-1]["stdout"]
+        st.calls += 1
+        self._out.append(cmd.Dispatch(
+            step=self._ids[i], attempt=st.attempt, agent=spec.model.agent or "", command=command,
+            iteration=st.iteration, call=st.calls, stdin=stdin, inputs=inputs, timeout_s=timeout,
+            previous_output=previous, governance_approved=st.hold_approved))
+        self._timer(i, timeout, "timeout")
+
+    def _mark_started(self, i: int) -> None:
+        st = self._st[i]
+        if st.started_at is None:
+            st.started_at = self.state.now
+            self.state.dispatch_order.append(self._ids[i])
+
+    def _start_approval(self, i: int) -> None:
+        spec, st = self._specs[i], self._st[i]
+        st.attempt += 1
+        st.calls += 1
+        self._mark_started(i)
+        try:
+            message = spec.approval_message.render(self._scope) if spec.approval_message else ""
+        except TemplateError as exc:
+            self._set(i, RUNNING, None)
+            self._fail(i, "template_error", str(exc), False)
+            return
+        self._set(i, WAITING, Wait.APPROVAL)
+        self._request(i, "approval", APPROVAL_OPTIONS, message, tuple(spec.model.approvers or ()))
+        if spec.model.timeout is not None:
+            self._timer(i, spec.model.timeout_s, "approval_timeout")
+
+    def _start_child(self, i: int) -> None:
+        spec, st = self._specs[i], self._st[i]
+        st.attempt += 1
+        st.calls += 1
+        self._mark_started(i)
+        self._set(i, RUNNING, Wait.CHILD)
+        args = {}
+        try:
+            for name, value in spec.ref_args.items():
+                if hasattr(value, "render"):
+                    single = len(value.parts) == 1 and not isinstance(value.parts[0], str)
+                    if single:
+                        path = value.parts[0]
+                        resolved = self._scope.resolve(path.dollar, path.segments)
+                        if resolved is MISSING:
+                            raise TemplateError(f"${{{path.text()}}} does not resolve")
+                        args[name] = resolved
+                    else:
+                        args[name] = value.render(self._scope)
+                else:
+                    args[name] = value
+        except TemplateError as exc:
+            self._fail(i, "template_error", str(exc), False)
+            return
+        ref = spec.model.ref
+        self._out.append(cmd.StartChild(self._ids[i], st.attempt, ref.name, ref.version, args))
+
+    def _request(self, i: int, kind: str, options: tuple, message: str, approvers: tuple = ()) -> None:
+        state = self.state
+        state.seq += 1
+        approval_id = f"a{state.seq}"
+        state.approvals.append({
+            "id": approval_id, "step": self._ids[i], "kind": kind, "status": "pending", "decision": None,
+            "options": list(options), "message": message, "approvers": list(approvers),
+            "attempt": self._st[i].attempt, "requested_at": state.now, "decided_at": None, "by": None,
+            "comment": None})
+        self._out.append(cmd.RequestApproval(approval_id, self._ids[i], kind, options, message, approvers))
+
+    def _timer(self, i: int, seconds: float, purpose: str) -> None:
+        state = self.state
+        self._drop_timer(self._st[i])
+        state.seq += 1
+        timer_id = f"t{state.seq}"
+        fire_at = state.now + seconds
+        state.timers[timer_id] = {"step": self._ids[i], "purpose": purpose, "fire_at": fire_at, "seconds": seconds}
+        self._st[i].timer = timer_id
+        self._out.append(cmd.ScheduleTimer(timer_id, fire_at, purpose, self._ids[i]))
+
+    # -- results ---------------------------------------------------------------
+
+    def _loop_iteration_done(self, i: int, outputs: dict, stdout: str) -> None:
+        spec, st = self._specs[i], self._st[i]
+        loop = spec.model.loop
+        coerced = coerce_outputs(outputs, spec.model.outputs)
+        previous = st.history[-1]["stdout"] if st.history else None
+        st.history.append({"name": f"{self._ids[i]}_iter_{st.iteration}", "iteration": st.iteration,
+                           "attempt": st.attempt, "stdout": stdout, "outputs": coerced})
+        done = st.iteration >= loop.max_iterations and spec.until is None
+        if spec.until is not None:
+            local = {"output": stdout, "outputs": coerced, "iteration": st.iteration, "previous_output": previous}
+            try:
+                done = bool(spec.until.evaluate(self._scope.with_local(local)))
+            except EvaluationError as exc:
+                self._fail(i, "condition_error", f"loop.until could not be evaluated: {exc}", False)
+                return
+        if done:
+            self._complete_with(i, outputs)
+        elif st.iteration >= loop.max_iterations:
+            self._fail(i, "loop_exhausted", f"loop.until did not hold after {loop.max_iterations} iterations", False)
+        else:
+            st.iteration += 1  # still in flight: it keeps its slot and dispatches at once
+            self._dispatch(i)
+
+    def _complete_with(self, i: int, outputs: dict) -> None:
+        """Coerce, validate, check success criteria, apply input passthrough, complete."""
+        spec = self._specs[i]
+        schema = spec.model.outputs
+        result = coerce_outputs(outputs, schema) if schema else dict(outputs)
+        problem = validate_outputs(result, schema) if schema else None
+        if problem:
+            self._fail(i, "output_invalid", problem, False)
+            return
+        if spec.criteria:
+            scope = self._scope.with_local({"outputs": result})
+            for text, node in spec.criteria:
+                try:
+                    holds = node.evaluate(scope)
+                except EvaluationError as exc:
+                    self._fail(i, "condition_error", f"success criterion {text!r} could not be evaluated: {exc}",
+                               False)
+                    return
+                if not holds:
+                    self._fail(i, "success_criteria_failed", f"success criterion {text!r} does not hold", False)
+                    return
+        for binding in spec.inputs:
+            if binding.name not in schema:
+                value = self._scope.resolve(binding.path.dollar, binding.path.segments)
+                if value is not MISSING:
+                    result[binding.name] = coerce(value, binding.type)
+        self._finish_ok(i, result)
+
+    def _finish_ok(self, i: int, outputs: dict) -> None:
+        st = self._st[i]
+        step_id = self._ids[i]
+        st.outputs = outputs
+        self._outputs[step_id] = outputs
+        variables, order = self.state.variables, self.state.variable_order
+        for key, value in outputs.items():
+            if key != "_skipped":
+                variables[key] = value
+                order.append([key, step_id])
+        self._set(i, StepStatus.COMPLETED, None)
+
+    def _resolve_inputs(self, spec: StepSpec) -> dict[str, Any]:
+        inputs = {}
+        for binding in spec.inputs:
+            value = self._scope.resolve(binding.path.dollar, binding.path.segments)
+            if value is MISSING or value is None:
+                if binding.required:
+                    raise _StepError("input_missing", f"input {binding.name!r} ({binding.path.text()}) "
+                                     "did not resolve")
+                continue
+            inputs[binding.name] = coerce(value, binding.type)
+        return inputs
+
+    # -- failure ------------------------------------------------------------------
+
+    def _fail(self, i: int, code: str, message: str, timed_out: bool) -> None:
+        """An attempt failed: retry, escalate, skip or halt (spec section 8)."""
+        spec, st = self._specs[i], self._st[i]
+        final = StepStatus.TIMED_OUT if timed_out else StepStatus.FAILED
+        policy = spec.policy
+        if self.state.halted:
+            if policy.terminal == "skip":
+                self._skip_by_policy(i, message, code)
+            else:
+                self._set(i, final, None, error=message, code=code)
+                if spec.fail_fast:
+                    self._cancel_in_flight()
+            return
+        if code not in NOT_RETRIED and st.retries < policy.max_retries:
+            st.retries += 1
+            delay = policy.delay(st.retries)
+            if code == "loop_exhausted":
+                st.iteration = 0
+            if delay > 0:
+                self._set(i, PENDING, Wait.RETRY, error=message, code=code)
+                self._timer(i, delay, "retry")
+            else:
+                st.error, st.error_code = message, code
+                self._queue(i)
+            return
+        if policy.terminal == "skip":
+            self._skip_by_policy(i, message, code)
+        elif policy.terminal == "escalate" and not st.escalated and code not in NOT_RETRIED:
+            self._set(i, WAITING, Wait.ESCALATION, error=message, code=code)
+            self._request(i, "escalation", ESCALATION_OPTIONS,
+                          f"step {self._ids[i]!r} failed after {st.attempt} attempts: {message}")
+        else:
+            self._set(i, final, None, error=message, code=code)
+            self._halt(i)
+
+    def _skip_by_policy(self, i: int, message: str | None = None, code: str | None = None) -> None:
+        st = self._st[i]
+        st.outputs = {"_skipped": True}
+        self._outputs[self._ids[i]] = st.outputs
+        self._set(i, StepStatus.SKIPPED, None, error=message or st.error, code=code or st.error_code)
+
+    def _halt(self, i: int) -> None:
+        """The run dispatches nothing new but `all_done` steps; settle what never started."""
+        state = self.state
+        first = not state.halted
+        if first:
+            state.halted = True
+            state.error = f"step {self._ids[i]!r} failed: {self._st[i].error}"
+            state.error_code = self._st[i].error_code
+        if self._specs[i].fail_fast:
+            self._cancel_in_flight()
+        if not first:
+            return
+        for j, st in enumerate(self._st):
+            if st.status in TERMINAL or (st.status == RUNNING and st.wait is None):
+                continue
+            if st.wait == Wait.ESCALATION or (st.attempt > 0 and st.wait in (Wait.RETRY, Wait.QUEUED)):
+                self._expire_approvals(j)
+                self._set(j, StepStatus.FAILED, None, error=st.error, code=st.error_code)
+            elif st.wait in (Wait.APPROVAL, Wait.HOLD, Wait.GATE_RETRY, Wait.REDISPATCH):
+                self._stop(j, "run_halted", "the run halted")
+        failed = [j for j, st in enumerate(self._st) if st.status in StepStatus.FAILED_LIKE]
+        tainted = set()
+        stack = list(failed)
+        while stack:
+            for k in self._dependents[stack.pop()]:
+                if k not in tainted:
+                    tainted.add(k)
+                    stack.append(k)
+        for j in sorted(range(len(self._st)), key=self._ids.__getitem__):
+            st = self._st[j]
+            if st.status == PENDING and st.attempt == 0 and self._specs[j].trigger_rule != "all_done":
+                if j in tainted:
+                    self._set(j, StepStatus.FAILED, None, error="blocked by upstream failure", code="upstream_failed")
+                else:
+                    self._set(j, StepStatus.CANCELLED, None, error="the run halted", code="run_halted")
+
+    def _settle_after_halt(self, i: int) -> None:
+        ancestors_failed = any(self._st[d].status in StepStatus.FAILED_LIKE or
+                               self._st[d].error_code == "upstream_failed" for d in self._deps[i])
+        if ancestors_failed:
+            self._set(i, StepStatus.FAILED, None, error="blocked by upstream failure", code="upstream_failed")
+        else:
+            self._set(i, StepStatus.CANCELLED, None, error="the run halted", code="run_halted")
+
+    def _cancel_in_flight(self) -> None:
+        for j, st in enumerate(self._st):
+            if st.status in TERMINAL or (st.status == PENDING and st.attempt == 0 and st.wait is None):
+                continue
+            if st.status == PENDING and st.wait == Wait.QUEUED and st.attempt == 0:
+                continue  # never started: settled by the halt rule
+            self._stop(j, "cancelled_by_fail_fast", "cancelled: a parallel step failed (fail_fast)")
+
+    def _stop(self, i: int, code: str, message: str) -> None:
+        """End a non-final step as cancelled, stopping whatever it has in flight."""
+        st = self._st[i]
+        if st.status == RUNNING:
+            if st.wait == Wait.CHILD:
+                self._out.append(cmd.CancelChild(self._ids[i], code))
+            else:
+                self._out.append(cmd.CancelStep(self._ids[i], st.attempt, code))
+        self._expire_approvals(i)
+        self._set(i, StepStatus.CANCELLED, None, error=message, code=code)
+
+    def _expire_approvals(self, i: int) -> None:
+        for record in self.state.approvals:
+            if record["step"] == self._ids[i] and record["status"] == "pending":
+                record["status"] = "expired"
+
+    def _stall(self) -> None:
+        for i, st in enumerate(self._st):
+            if st.status not in TERMINAL:
+                self._set(i, StepStatus.FAILED, None, error="the run stalled: nothing can make progress",
+                          code="stalled")
+        self._finish(RunStatus.FAILED, "the run stalled: no step is ready or in flight", "stalled")
+
+    def _finish_run(self) -> None:
+        state = self.state
+        bad = next((s for s in self._st if s.status in StepStatus.FAILED_LIKE or s.status == StepStatus.CANCELLED),
+                   None)
+        if bad is None:
+            self._finish(RunStatus.COMPLETED, None, None)
+        else:
+            self._finish(RunStatus.FAILED, state.error or "a step failed", state.error_code or bad.error_code)
+
+    def _finish(self, status: str, error: str | None, code: str | None) -> None:
+        state = self.state
+        state.status, state.error, state.error_code = status, error, code
+        state.finished_at = state.now
+        state.timers.clear()
+        self._out.append(cmd.FinishRun(status, error, code))
+
+    # -- bookkeeping ----------------------------------------------------------------
+
+    def _drop_timer(self, st: StepState) -> None:
+        if st.timer is not None:
+            self.state.timers.pop(st.timer, None)
+            st.timer = None
+
+    def _current_attempt(self, step: str, attempt: int) -> int | None:
+        i = self._index.get(step)
+        if i is None:
+            raise EventRejected(f"no step {step!r} in this workflow")
+        st = self._st[i]
+        if st.status != RUNNING or st.attempt != attempt:
+            return None
+        return i
+
+    def _set(self, i: int, status: str, wait: str | None, *, error: str | None = None,
+             code: str | None = None) -> None:
+        """Change a step's status; keeps the counters and notifies."""
+        st = self._st[i]
+        old_status = st.status
+        if status != old_status:
+            self._drop_timer(st)
+        was_active = _is_active(st)
+        if old_status == RUNNING and self._agent[i]:
+            self._slots -= 1
+        st.status, st.wait, st.error, st.error_code = status, wait, error, code
+        if status == RUNNING and self._agent[i]:
+            self._slots += 1
+        self._active += _is_active(st) - was_active
+        self._out.append(cmd.StepChanged(self._ids[i], status, st.attempt, wait, error, code))
+        if status in TERMINAL and old_status not in TERMINAL:
+            st.finished_at = self.state.now
+            self._open -= 1
+            unresolved, candidates = self._unresolved, self._candidates
+            for k in self._dependents[i]:
+                unresolved[k] -= 1
+                if unresolved[k] == 0:
+                    candidates.append(k)
+
+
+class _StepError(Exception):
+    def __init__(self, code: str, message: str):
+        self.code = code
+        super().__init__(message)
+
+
+def _is_active(st: StepState) -> bool:
+    return st.status == RUNNING or st.status == WAITING or (st.status == PENDING and st.wait is not None)
+
+
+def _iso(at: float | None) -> str | None:
+    if at is None:
+        return None
+    return datetime.fromtimestamp(at, tz=timezone.utc).isoformat()
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+def _decided(verb: str, by: str | None) -> str:
+    return f"{verb} by {by}" if by else verb
+
+
+_HANDLERS = {
+    ev.RunStarted: Interpreter._on_run_started,
+    ev.StepFinished: Interpreter._on_step_finished,
+    ev.DispatchBlocked: Interpreter._on_dispatch_blocked,
+    ev.DispatchHeld: Interpreter._on_dispatch_held,
+    ev.ApprovalDecided: Interpreter._on_approval_decided,
+    ev.TimerFired: Interpreter._on_timer_fired,
+    ev.ChildFinished: Interpreter._on_child_finished,
+    ev.CancelRequested: Interpreter._on_cancel_requested,
+}

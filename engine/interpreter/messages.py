@@ -1,0 +1,35 @@
+"""Plain-data messages (events in, commands out) and their JSON form."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+class Message:
+    """Base of events and commands: frozen dataclasses that round-trip through JSON."""
+
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, Any]:
+        data = {"type": type(self).__name__}
+        for f in dataclasses.fields(self):
+            data[f.name] = getattr(self, f.name)
+        return data
+
+
+def registry(*classes: type) -> dict[str, type]:
+    return {cls.__name__: cls for cls in classes}
+
+
+def from_json(data: dict[str, Any], known: dict[str, type]) -> Message:
+    """Rebuild a message; unknown types or fields are an error."""
+    if not isinstance(data, dict) or data.get("type") not in known:
+        raise ValueError(f"unknown message {data.get('type') if isinstance(data, dict) else data!r}")
+    cls = known[data["type"]]
+    names = {f.name for f in dataclasses.fields(cls)}
+    fields = {k: v for k, v in data.items() if k != "type"}
+    unknown = set(fields) - names
+    if unknown:
+        raise ValueError(f"{data['type']} has no field(s) {sorted(unknown)}")
+    return cls(**fields)
