@@ -14,7 +14,7 @@ from typing import Any
 
 import regex
 
-from engine.expressions.nodes import is_number, prefix_match
+from engine.expressions.nodes import equals, is_number, prefix_match
 from engine.model import OutputSchema
 
 _NUMERIC = re.compile(r"^\s*[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\s*$")
@@ -103,7 +103,7 @@ def check_value(value: Any, field: OutputSchema) -> str | None:
     if field.type is not None and not _TYPE_CHECKS[field.type](value):
         return f"must be {_article(field.type)}, got {_show(value)}"
     if field.enum is not None and not any(
-            prefix_match(value, option) if type(option) is str else _same(value, option) for option in field.enum):
+            prefix_match(value, option) if type(option) is str else equals(value, option) for option in field.enum):
         return f"must be one of {field.enum}, got {_show(value)}"
     if is_number(value):
         if field.minimum is not None and value < field.minimum:
@@ -134,12 +134,6 @@ def default_value(type_name: str | None) -> Any:
     """The mock agent's value for a declared output: "", 0, false, [] or {} by type."""
     return {"string": "", "number": 0, "integer": 0, "boolean": False, "array": [], "object": {}}.get(
         type_name or "string", "")
-
-
-def _same(left: Any, right: Any) -> bool:
-    if is_number(left) and is_number(right):
-        return left == right
-    return type(left) is type(right) and left == right
 
 
 def _article(type_name: str) -> str:

@@ -29,6 +29,7 @@ from engine.executors import mock as mock_agent
 from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
 from engine.interpreter import Interpreter, Options, RunState
+from engine.interpreter import replay
 from engine.problems import WorkflowInvalid
 from engine.validation import load_workflow
 from engine.workflow import Workflow
@@ -66,13 +67,14 @@ class LocalRunner:
         library: the step library for sub-workflows.
         options: interpreter options (concurrency, default timeout).
         on_command: called with every command (progress output).
+        record: a list that receives every event and its commands (a replay log's entries).
     """
 
     def __init__(self, workflow: Workflow, *, args: Mapping[str, Any] | None = None,
                  decisions: Mapping[str, str] | None = None, fast: bool = False, base_dir: Path | None = None,
                  library: Mapping[str, Mapping] | None = None, options: Options | None = None,
                  on_command: Callable[[Any], None] | None = None, start_at: float | None = None,
-                 workdir: str | None = None, depth: int = 0):
+                 workdir: str | None = None, depth: int = 0, record: list | None = None):
         self.workflow = workflow
         self.decisions = dict(decisions or {})
         self.fast = fast
@@ -81,6 +83,7 @@ class LocalRunner:
         self.options = options or Options()
         self.on_command = on_command
         self.depth = depth
+        self.record = record
         self.run_id = f"local-{uuid.uuid4().hex[:12]}"
         self.now = time.time() if start_at is None else start_at
         self.interpreter = Interpreter.new(workflow, run_id=self.run_id, args=dict(args or {}), options=self.options)
@@ -155,6 +158,8 @@ class LocalRunner:
         if not self.fast:
             self.now = max(self.now, time.time())
         commands = self.interpreter.advance(event)
+        if self.record is not None:
+            self.record.append(replay.entry(event, commands))
         for command in commands:
             if self.on_command is not None:
                 self.on_command(command)

@@ -103,9 +103,10 @@ def parse_template(source: str) -> Template:
             path = parse_path(inner)
         except ExpressionError as exc:
             raise ExpressionError(f"{marker}{inner}{closer}: {exc.reason}", match.start(), source) from None
-        if literal:
-            parts.append("".join(literal))
-            literal = []
+        text = "".join(literal)
+        if text:
+            parts.append(text)
+        literal = []
         parts.append(path)
         index = end + len(closer)
     literal.append(source[index:])

@@ -11,7 +11,7 @@ from engine.interpreter.events import StepFinished
 from engine.model import Step
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StepRequest:
     """One call of a step's agent."""
 
@@ -37,7 +37,7 @@ class StepRequest:
                    previous_output=dispatch.previous_output, workdir=workdir)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StepResult:
     """What the agent produced. `error_code` "timeout" means the executor stopped it at its timeout."""
 

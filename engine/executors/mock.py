@@ -19,9 +19,12 @@ class MockOutcome:
     result: StepResult | None
 
 
+_DEFAULT = MockSpec()
+
+
 def plan(request: StepRequest) -> MockOutcome:
     """What this call returns, without waiting: the local runner turns the delay into (virtual) time."""
-    mock = request.spec.mock or MockSpec()
+    mock = request.spec.mock or _DEFAULT
     if mock.timeout:
         return MockOutcome(mock.delay_s, None)
     usage = {"tokens": mock.tokens or 0, "cost": mock.cost or 0.0}
@@ -32,7 +35,10 @@ def plan(request: StepRequest) -> MockOutcome:
         outputs = dict(mock.outputs)
     else:
         outputs = {name: default_value(schema.type) for name, schema in request.spec.outputs.items()}
-    stdout = mock.stdout if mock.stdout is not None else json.dumps(outputs, ensure_ascii=False)
+    if mock.stdout is not None:
+        stdout = mock.stdout
+    else:
+        stdout = json.dumps(outputs, ensure_ascii=False) if outputs else "{}"
     return MockOutcome(mock.delay_s, StepResult(ok=True, outputs=outputs, stdout=stdout, **usage))
 
 

@@ -46,7 +46,7 @@ def tokenize(source: str) -> list[Token]:
             value, i = _string(source, i)
             tokens.append(Token("string", value, i))
             continue
-        if ch.isdigit():
+        if "0" <= ch <= "9":
             match = _NUMBER.match(source, i)
             text = match.group()
             value = float(text) if ("." in text or "e" in text or "E" in text) else int(text)

@@ -36,6 +36,10 @@ def equals(left: Any, right: Any) -> bool:
         return left == right
     if type(left) is not type(right):
         return False
+    if type(left) is list:
+        return len(left) == len(right) and all(equals(a, b) for a, b in zip(left, right))
+    if type(left) is dict:
+        return left.keys() == right.keys() and all(equals(left[k], right[k]) for k in left)
     return left == right
 
 
@@ -104,29 +108,33 @@ class Not(Node):
 
 
 class And(Node):
-    __slots__ = ("left", "right")
+    """`a and b and ...`: n-ary, so a long chain is one flat node, not a deep tree."""
 
-    def __init__(self, left: Node, right: Node):
-        self.left, self.right = left, right
+    __slots__ = ("operands",)
+
+    def __init__(self, operands: tuple[Node, ...]):
+        self.operands = operands
 
     def evaluate(self, scope: Scope) -> bool:
-        return bool(self.left.evaluate(scope)) and bool(self.right.evaluate(scope))
+        return all(bool(operand.evaluate(scope)) for operand in self.operands)
 
     def children(self) -> tuple[Node, ...]:
-        return (self.left, self.right)
+        return self.operands
 
 
 class Or(Node):
-    __slots__ = ("left", "right")
+    """`a or b or ...`, n-ary like And."""
 
-    def __init__(self, left: Node, right: Node):
-        self.left, self.right = left, right
+    __slots__ = ("operands",)
+
+    def __init__(self, operands: tuple[Node, ...]):
+        self.operands = operands
 
     def evaluate(self, scope: Scope) -> bool:
-        return bool(self.left.evaluate(scope)) or bool(self.right.evaluate(scope))
+        return any(bool(operand.evaluate(scope)) for operand in self.operands)
 
     def children(self) -> tuple[Node, ...]:
-        return (self.left, self.right)
+        return self.operands
 
 
 class Compare(Node):

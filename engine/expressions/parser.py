@@ -93,19 +93,19 @@ class _Parser:
 
     def expression(self) -> Node:
         self.enter()
-        node = self.and_expression()
+        operands = [self.and_expression()]
         while self.peek().kind == "keyword" and self.peek().value == "or":
             self.take()
-            node = Or(node, self.and_expression())
+            operands.append(self.and_expression())
         self.depth -= 1
-        return node
+        return operands[0] if len(operands) == 1 else Or(tuple(operands))
 
     def and_expression(self) -> Node:
-        node = self.not_expression()
+        operands = [self.not_expression()]
         while self.peek().kind == "keyword" and self.peek().value == "and":
             self.take()
-            node = And(node, self.not_expression())
-        return node
+            operands.append(self.not_expression())
+        return operands[0] if len(operands) == 1 else And(tuple(operands))
 
     def not_expression(self) -> Node:
         token = self.peek()

@@ -8,7 +8,7 @@ from typing import Any
 from engine.interpreter.messages import Message, from_json, registry
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Dispatch(Message):
     """Run one attempt (and loop iteration) of an agent step: governance gates, then the executor."""
 
@@ -25,7 +25,7 @@ class Dispatch(Message):
     governance_approved: bool = False  # a human approved a governance hold for this attempt
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RequestApproval(Message):
     """Ask a person to decide; `kind` is approval, escalation or hold."""
 
@@ -37,7 +37,7 @@ class RequestApproval(Message):
     approvers: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StartChild(Message):
     step: str
     attempt: int
@@ -46,13 +46,13 @@ class StartChild(Message):
     args: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CancelChild(Message):
     step: str
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ScheduleTimer(Message):
     """Feed TimerFired(timer) at `fire_at`. A timer that is no longer wanted is ignored when it fires."""
 
@@ -62,7 +62,7 @@ class ScheduleTimer(Message):
     step: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CancelStep(Message):
     """Stop an in-flight attempt (kill its process, drop its callback)."""
 
@@ -71,7 +71,7 @@ class CancelStep(Message):
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StepChanged(Message):
     """A step's status or wait reason changed: what the run view shows and the step row stores."""
 
@@ -83,7 +83,7 @@ class StepChanged(Message):
     error_code: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FinishRun(Message):
     status: str
     error: str | None = None

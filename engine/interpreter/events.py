@@ -8,12 +8,12 @@ from typing import Any
 from engine.interpreter.messages import Message, from_json, registry
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RunStarted(Message):
     at: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StepFinished(Message):
     """An executor's result for one attempt (and loop iteration) of an agent step."""
 
@@ -30,7 +30,7 @@ class StepFinished(Message):
     at: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DispatchBlocked(Message):
     """A governance gate blocked the dispatch of an attempt."""
 
@@ -43,7 +43,7 @@ class DispatchBlocked(Message):
     at: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DispatchHeld(Message):
     """A governance gate held the dispatch of an attempt for a human decision."""
 
@@ -54,7 +54,7 @@ class DispatchHeld(Message):
     at: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ApprovalDecided(Message):
     """A decision on the step's pending approval: approve/reject, or retry/skip/abort for an escalation."""
 
@@ -65,13 +65,13 @@ class ApprovalDecided(Message):
     at: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TimerFired(Message):
     timer: str
     at: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChildFinished(Message):
     """A sub-workflow run ended; `status` is completed, failed or cancelled."""
 
@@ -83,7 +83,7 @@ class ChildFinished(Message):
     at: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CancelRequested(Message):
     by: str | None = None
     reason: str = ""

@@ -679,15 +679,14 @@ class Interpreter:
         """Change a step's status; keeps the counters and notifies."""
         st = self._st[i]
         old_status = st.status
-        if status != old_status:
+        if status != old_status and st.timer is not None:
             self._drop_timer(st)
-        was_active = _is_active(st)
-        if old_status == RUNNING and self._agent[i]:
-            self._slots -= 1
+        was_active = old_status == RUNNING or old_status == WAITING or (old_status == PENDING and st.wait is not None)
+        is_active = status == RUNNING or status == WAITING or (status == PENDING and wait is not None)
+        if self._agent[i]:
+            self._slots += (status == RUNNING) - (old_status == RUNNING)
         st.status, st.wait, st.error, st.error_code = status, wait, error, code
-        if status == RUNNING and self._agent[i]:
-            self._slots += 1
-        self._active += _is_active(st) - was_active
+        self._active += is_active - was_active
         self._out.append(cmd.StepChanged(self._ids[i], status, st.attempt, wait, error, code))
         if status in TERMINAL and old_status not in TERMINAL:
             st.finished_at = self.state.now

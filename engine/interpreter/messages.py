@@ -1,4 +1,8 @@
-"""Plain-data messages (events in, commands out) and their JSON form."""
+"""Plain-data messages (events in, commands out) and their JSON form.
+
+Messages are treated as immutable values; they are not frozen dataclasses only
+because frozen construction costs several times more on the hot path.
+"""
 
 from __future__ import annotations
 

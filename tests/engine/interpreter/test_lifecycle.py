@@ -1,0 +1,155 @@
+"""Loops, sub-workflows, cancel and checkpoints."""
+
+import json
+
+import pytest
+
+from engine.interpreter import (
+    CancelChild, CancelRequested, CancelStep, ChildFinished, Dispatch, FinishRun, Interpreter, StartChild,
+)
+
+from tests.engine.interpreter.support import Driver, checkpoint, dispatched, of, run_fast
+
+LOOP = """
+name: loop
+steps:
+  - id: poll
+    agent: mock
+    command: poll
+    loop: {max_iterations: 3, until: "output.contains('READY') and iteration >= 2"}
+  - {id: after, agent: mock, command: x, depends_on: [poll]}
+"""
+
+
+def test_a_loop_dispatches_iterations_until_its_condition_holds():
+    driver = Driver(LOOP)
+    driver.start()
+    commands = driver.ok("poll", {}, stdout="READY")
+    dispatch = of(commands, Dispatch)[0]
+    assert (dispatch.step, dispatch.iteration, dispatch.call, dispatch.attempt) == ("poll", 2, 2, 1)
+    assert dispatch.previous_output == "READY"
+    commands = driver.ok("poll", {"n": 2}, stdout="READY now")
+    assert dispatched(commands) == ["after"]
+    poll = driver.step("poll")
+    assert [h["name"] for h in poll.history] == ["poll_iter_1", "poll_iter_2"]
+    assert (poll.outputs, poll.stdout, poll.iteration) == ({"n": 2}, "READY now", 2)
+
+
+def test_a_loop_whose_condition_never_holds_fails_with_loop_exhausted():
+    driver = Driver(LOOP)
+    driver.start()
+    for _ in range(3):
+        driver.ok("poll", {}, stdout="not yet")
+    assert (driver.status("poll"), driver.step("poll").error_code) == ("failed", "loop_exhausted")
+
+
+def test_a_loop_with_fresh_context_gets_no_previous_output():
+    driver = Driver(LOOP.replace("iteration >= 2\"}", "iteration >= 2\", fresh_context: true}"))
+    driver.start()
+    assert of(driver.ok("poll", {}, stdout="READY"), Dispatch)[0].previous_output is None
+
+
+def test_a_result_for_an_earlier_iteration_is_ignored():
+    driver = Driver(LOOP)
+    driver.start()
+    driver.ok("poll", {}, stdout="x")
+    assert driver.ok("poll", {}, stdout="READY", iteration=1) == []
+    assert driver.step("poll").iteration == 2
+
+
+def test_loop_outputs_are_validated_after_the_loop_ends():
+    result = run_fast("""
+        name: loop
+        steps:
+          - id: poll
+            agent: mock
+            command: poll
+            outputs: {state: {type: string, enum: [done]}}
+            loop: {max_iterations: 2, until: "outputs.state == 'working'"}
+            mock: {outputs: {state: working}}
+    """)
+    assert result["steps"]["poll"]["error_code"] == "output_invalid"
+    assert result["steps"]["poll"]["iterations"] == 1
+
+
+CHILD = """
+name: parent
+steps:
+  - {id: prep, agent: mock, command: x}
+  - id: sub
+    workflow_ref: {name: child_flow, version: 2, args: {count: "${prep.outputs.n}", label: "n=${prep.outputs.n}"}}
+    outputs: {total: {type: integer}}
+"""
+
+
+def test_a_sub_workflow_step_starts_a_child_with_rendered_args():
+    driver = Driver(CHILD)
+    driver.start()
+    start = of(driver.ok("prep", {"n": 3}), StartChild)[0]
+    assert (start.step, start.workflow, start.version) == ("sub", "child_flow", 2)
+    assert start.args == {"count": 3, "label": "n=3"}
+    assert (driver.status("sub"), driver.step("sub").wait) == ("running", "child")
+
+
+def test_a_completed_child_completes_the_step_with_its_outputs_validated():
+    driver = Driver(CHILD)
+    driver.start()
+    driver.ok("prep", {"n": 3})
+    commands = driver.feed(ChildFinished("sub", 1, "completed", {"total": "7"}, at=driver.now))
+    assert driver.step("sub").outputs == {"total": 7}
+    assert of(commands, FinishRun)[0].status == "completed"
+
+
+def test_a_failed_child_fails_the_step_with_subworkflow_failed():
+    driver = Driver(CHILD)
+    driver.start()
+    driver.ok("prep", {"n": 3})
+    driver.feed(ChildFinished("sub", 1, "failed", error="step x failed", at=driver.now))
+    assert driver.step("sub").error_code == "subworkflow_failed"
+    assert "step x failed" in driver.step("sub").error
+
+
+def test_cancelling_the_run_cancels_in_flight_steps_and_children():
+    driver = Driver(CHILD + "  - {id: other, agent: mock, command: x, depends_on: [prep]}\n")
+    driver.start()
+    driver.ok("prep", {"n": 3})
+    commands = driver.feed(CancelRequested(by="erin", reason="wrong vendor", at=driver.now))
+    assert of(commands, CancelChild) == [CancelChild("sub", "run_cancelled")]
+    assert of(commands, CancelStep) == [CancelStep("other", 1, "run_cancelled")]
+    finish = of(commands, FinishRun)[0]
+    assert (finish.status, finish.error_code) == ("cancelled", "run_cancelled")
+    assert "erin" in finish.error and "wrong vendor" in finish.error
+    assert {driver.status(s) for s in ("sub", "other")} == {"cancelled"}
+    assert driver.ok("other") == []
+
+
+def test_cancelling_before_the_run_starts_cancels_every_step():
+    driver = Driver(CHILD)
+    commands = driver.feed(CancelRequested(at=driver.now))
+    assert of(commands, FinishRun)[0].status == "cancelled"
+    assert {s.status for s in driver.machine.state.steps.values()} == {"cancelled"}
+
+
+def test_a_checkpoint_is_plain_json_and_restores_to_the_same_next_commands():
+    driver = Driver(LOOP + "  - {id: side, agent: mock, command: x, on_failure: retry}\n")
+    driver.start()
+    driver.fail("side")
+    driver.ok("poll", {}, stdout="x")
+    saved = checkpoint(driver.machine)
+    assert json.loads(json.dumps(saved)) == saved
+    restored = Interpreter.restore(driver.workflow, saved)
+    retry_timer = next(t for t in driver.machine.state.timers)
+    from engine.interpreter import StepFinished, TimerFired
+
+    for event in (TimerFired(retry_timer, at=driver.now + 1), StepFinished("poll", 1, True, 2, {}, "READY", at=2000)):
+        expected = [c.to_json() for c in driver.machine.advance(event)]
+        assert [c.to_json() for c in restored.advance(event)] == expected
+    assert checkpoint(restored) == checkpoint(driver.machine)
+
+
+def test_a_checkpoint_of_another_version_of_the_state_format_is_refused():
+    driver = Driver(LOOP)
+    saved = checkpoint(driver.machine)
+    saved["version"] = 99
+    with pytest.raises(ValueError, match="state version"):
+        Interpreter.restore(driver.workflow, saved)
