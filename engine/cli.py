@@ -178,6 +178,9 @@ def cmd_run(args) -> int:
         _print_json(result)
     else:
         _print_run(result)
+        for approval in runner.interpreter.pending_approvals:
+            print(f"waiting for a decision on {approval['step']} ({approval['kind']}): {approval['message']}\n"
+                  f"  answer with --decide {approval['step']}={'|'.join(approval['options'])}")
     return {"completed": EXIT_OK, "paused": EXIT_PAUSED}.get(outcome.status, EXIT_FAILED)
 
 

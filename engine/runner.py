@@ -68,13 +68,15 @@ class LocalRunner:
         options: interpreter options (concurrency, default timeout).
         on_command: called with every command (progress output).
         record: a list that receives every event and its commands (a replay log's entries).
+        state: a prepared state (restart-from-step) instead of a new run's.
     """
 
     def __init__(self, workflow: Workflow, *, args: Mapping[str, Any] | None = None,
                  decisions: Mapping[str, str] | None = None, fast: bool = False, base_dir: Path | None = None,
                  library: Mapping[str, Mapping] | None = None, options: Options | None = None,
                  on_command: Callable[[Any], None] | None = None, start_at: float | None = None,
-                 workdir: str | None = None, depth: int = 0, record: list | None = None):
+                 workdir: str | None = None, depth: int = 0, record: list | None = None,
+                 run_id: str | None = None, state: RunState | None = None):
         self.workflow = workflow
         self.decisions = dict(decisions or {})
         self.fast = fast
@@ -84,9 +86,10 @@ class LocalRunner:
         self.on_command = on_command
         self.depth = depth
         self.record = record
-        self.run_id = f"local-{uuid.uuid4().hex[:12]}"
+        self.run_id = run_id or f"local-{uuid.uuid4().hex[:12]}"
         self.now = time.time() if start_at is None else start_at
-        self.interpreter = Interpreter.new(workflow, run_id=self.run_id, args=dict(args or {}), options=self.options)
+        self.interpreter = Interpreter.new(workflow, run_id=self.run_id, args=dict(args or {}), options=self.options,
+                                           state=state)
         self._heap: list[tuple[float, int, Any]] = []
         self._seq = itertools.count()
         self._immediate: deque = deque()
@@ -121,7 +124,10 @@ class LocalRunner:
     def _next(self) -> bool:
         """Feed the next event; False when nothing more can happen."""
         if self._immediate:
-            self._feed(self._immediate.popleft())
+            decision = self._immediate.popleft()
+            # an earlier decision may have ended this approval (a halt expires pending approvals)
+            if any(a["step"] == decision.step for a in self.interpreter.pending_approvals):
+                self._feed(decision)
             return True
         if self.fast:
             if self._heap and self._heap[0][0] <= self.now:

@@ -258,7 +258,17 @@ def policy_scope(ctx: GateContext) -> dict[str, Any]:
 
 
 def rule_holds(rule: PolicyRule, scope: Scope) -> tuple[bool, str | None]:
-    """Whether the rule's condition holds, or why it cannot be checked."""
+    """Check one policy's condition.
+
+    Args:
+        rule: the policy.
+        scope: a Scope whose `local` is `policy_scope(ctx)`.
+
+    Returns:
+        (holds, None), or (False, why it cannot be checked) when the
+        expression does not parse, names something policies cannot read, or
+        fails while being evaluated.
+    """
     node, problem = _compile(rule.when)
     if node is None:
         return False, problem

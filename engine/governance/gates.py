@@ -39,12 +39,30 @@ def allow() -> GateResult:
 
 
 def block(code: str, retryable: bool, message: str) -> GateResult:
-    """Stop the dispatch; a retryable block is tried again after a backoff."""
+    """Stop the dispatch.
+
+    Args:
+        code: the stable error code (`agent_busy`, `budget_exceeded`, ...).
+        retryable: whether the condition may clear by itself, so the
+            dispatch is tried again after a backoff.
+        message: why, for people.
+
+    Returns:
+        A block result.
+    """
     return GateResult(BLOCK, code=code, retryable=retryable, message=message)
 
 
 def hold(kind: str, message: str) -> GateResult:
-    """Wait for a person to approve before dispatching."""
+    """Wait for a person to approve before dispatching.
+
+    Args:
+        kind: what asked for the approval: "approval" (configuration) or "policy".
+        message: why, for the approver.
+
+    Returns:
+        A hold result.
+    """
     return GateResult(HOLD, message=message, kind=kind)
 
 
