@@ -7,6 +7,7 @@ dropped elsewhere.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Literal
 
@@ -28,7 +29,10 @@ def parse_duration(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError("must be a number of seconds or a string such as \"90s\", \"5m\", \"1h\"")
     if isinstance(value, (int, float)):
-        seconds = float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:
+            seconds = float("inf")
     elif isinstance(value, str) and (match := _DURATION.match(value)):
         seconds = float(match.group(1)) * _UNITS[match.group(2)]
     else:
@@ -42,14 +46,21 @@ def _is_extension(key: Any) -> bool:
     return isinstance(key, str) and key.startswith("x-")
 
 
+@functools.cache
+def _field_names(model: type[BaseModel]) -> frozenset[str]:
+    return frozenset(field.alias or name for name, field in model.model_fields.items())
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     @model_validator(mode="before")
     @classmethod
     def _drop_extensions(cls, data: Any) -> Any:
-        if isinstance(data, dict) and any(_is_extension(k) for k in data):
-            return {k: v for k, v in data.items() if not _is_extension(k)}
+        if isinstance(data, dict):
+            extra = data.keys() - _field_names(cls)  # usually empty: checked in C, not key by key
+            if extra and any(_is_extension(k) for k in extra):
+                return {k: v for k, v in data.items() if not _is_extension(k)}
         return data
 
 
@@ -130,12 +141,12 @@ class Step(Strict):
     agent: str | None = None
     command: str | None = None
     stdin: str | None = None
-    depends_on: list[str] = []
+    depends_on: list[str] = Field(default_factory=list)
     trigger_rule: TriggerRule = "all_done_default"
     condition: str | None = None
-    inputs: dict[str, InputSpec] = {}
-    outputs: dict[str, OutputSchema] = {}
-    success_criteria: list[str] = []
+    inputs: dict[str, InputSpec] = Field(default_factory=dict)
+    outputs: dict[str, OutputSchema] = Field(default_factory=dict)
+    success_criteria: list[str] = Field(default_factory=list)
     on_failure: OnFailure = "halt"
     retry: RetrySpec | None = None
     parallel_failure_policy: Literal["wait_all", "fail_fast"] = "wait_all"
@@ -147,7 +158,7 @@ class Step(Strict):
     workflow_ref: str | WorkflowRef | None = None
     library_step: str | None = None
     loop: LoopSpec | None = None
-    capabilities: list[str] = []
+    capabilities: list[str] = Field(default_factory=list)
     mock: MockSpec | None = None
 
     @field_validator("timeout")
@@ -185,9 +196,9 @@ class Document(Strict):
 
     name: str
     description: str | None = None
-    variables: dict[str, Any] = {}
-    args: dict[str, ArgSpec] = {}
-    phases: list[str] = []
+    variables: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, ArgSpec] = Field(default_factory=dict)
+    phases: list[str] = Field(default_factory=list)
     steps: Any = None
 
     @field_validator("name")

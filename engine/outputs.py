@@ -34,7 +34,11 @@ PATTERN_TIMEOUT_S = 0.05
 
 def round_half_away(value: float) -> int:
     """Round to the nearest integer, halves away from zero (2.5 -> 3, -2.5 -> -3)."""
-    return int(math.copysign(math.floor(abs(value) + 0.5), value))
+    whole = math.trunc(value)
+    # value - whole is exact for floats, unlike abs(value) + 0.5 (0.49999999999999994 + 0.5 == 1.0)
+    if abs(value - whole) >= 0.5:
+        whole += 1 if value > 0 else -1
+    return whole
 
 
 def coerce(value: Any, type_name: str | None) -> Any:

@@ -95,6 +95,7 @@ class LocalRunner:
         self._immediate: deque = deque()
         self._done: queue.Queue = queue.Queue()
         self._jobs: dict[tuple[str, int], threading.Event] = {}
+        self._cancelled: set[tuple[str, int]] = set()
         self._waiting_children = 0
         self._own_workdir = workdir is None
         self.workdir = workdir
@@ -121,8 +122,18 @@ class LocalRunner:
 
     # -- the event loop ------------------------------------------------------
 
+    def _stale(self, event: Any) -> bool:
+        """A queued event the interpreter no longer waits for: a dropped timer, a cancelled attempt's result."""
+        if isinstance(event, ev.TimerFired):
+            return event.timer not in self.interpreter.state.timers
+        if isinstance(event, ev.StepFinished):
+            return (event.step, event.attempt) in self._cancelled
+        return False
+
     def _next(self) -> bool:
         """Feed the next event; False when nothing more can happen."""
+        while self._heap and self._stale(self._heap[0][2]):
+            heapq.heappop(self._heap)  # never wait, in real time, for something nobody waits for
         if self._immediate:
             decision = self._immediate.popleft()
             # an earlier decision may have ended this approval (a halt expires pending approvals)
@@ -221,6 +232,7 @@ class LocalRunner:
         self._push(command.fire_at, ev.TimerFired(command.timer, at=command.fire_at))
 
     def _cancel(self, command: cmd.CancelStep) -> None:
+        self._cancelled.add((command.step, command.attempt))
         cancel = self._jobs.get((command.step, command.attempt))
         if cancel is not None:
             cancel.set()

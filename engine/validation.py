@@ -10,7 +10,9 @@ Workflow for the interpreter.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import gc
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -63,12 +65,26 @@ def validate_source(data: bytes | str, *, library: Mapping[str, Mapping] | None 
         A Report with every problem and warning, and the compiled Workflow
         when there is no problem.
     """
+    with _collector_paused():
+        try:
+            loaded = load(data)
+        except YamlLoadError as exc:
+            return Report(problems=[exc.problem])
+        text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray)) else data
+        return _Validator(loaded, library, text).run()
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Loading allocates hundreds of thousands of objects and no reference cycles; the cyclic
+    collector would rescan the growing heap many times over (20-35% of validation time)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        loaded = load(data)
-    except YamlLoadError as exc:
-        return Report(problems=[exc.problem])
-    text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray)) else data
-    return _Validator(loaded, library, text).run()
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def load_workflow(data: bytes | str, *, library: Mapping[str, Mapping] | None = None) -> Workflow:
@@ -106,11 +122,33 @@ class _Validator:
         self.warnings: list[Problem] = []
         self.steps: list[_StepCheck] = []
         self.ids: dict[str, int] = {}
+        self.hints_left = HINTS
+        self.unlisted = 0
+        self.unlisted_code = ""
+
+    def suggest(self, name: str, known) -> str:
+        """A "did you mean" hint, while the budget lasts."""
+        if self.hints_left <= 0:
+            return ""
+        self.hints_left -= 1
+        return _suggest(name, known)
 
     # -- reporting -------------------------------------------------------
 
+    @property
+    def full(self) -> bool:
+        return len(self.problems) >= MAX_PROBLEMS
+
+    def unlist(self, code: str) -> None:
+        if not self.unlisted:
+            self.unlisted_code = code
+        self.unlisted += 1
+
     def report(self, code: str, message: str, path: tuple, step: _StepCheck | None = None,
                *, key: bool = False, position: bool = True, warning: bool = False) -> None:
+        if not warning and self.full:
+            self.unlist(code)
+            return
         line, column = self.loaded.position(path, key=key) if position else (None, None)
         problem = Problem(code, message, step.label if step else None, line, column)
         (self.warnings if warning else self.problems).append(problem)
@@ -118,7 +156,7 @@ class _Validator:
     # -- the passes ------------------------------------------------------
 
     def run(self) -> Report:
-        self.check_strings(self.root, ())
+        self.check_strings()
         document = self.check_document()
         self.collect_steps()
         for check in self.steps:
@@ -127,32 +165,23 @@ class _Validator:
             self.check_step_references(check, document)
         self.check_graph()
         self.problems.sort(key=Problem.sort_key)
+        if self.unlisted:
+            self.problems.append(Problem(self.unlisted_code, f"... and {self.unlisted:,} more problems (the first "
+                                         f"{MAX_PROBLEMS:,} are listed)"))
         self.warnings.sort(key=Problem.sort_key)
         report = Report(self.problems, self.warnings)
         if not self.problems:
             report.workflow = self.compile(document)
         return report
 
-    def check_strings(self, value: Any, path: tuple) -> None:
-        """NUL in any string is bad_type (YAML allows it through a "\\0" escape)."""
-        stack = [(value, path)]
-        seen: set[int] = set()
-        while stack:
-            current, where = stack.pop()
-            if isinstance(current, str):
-                if "\x00" in current:
-                    self.report("bad_type", "a NUL character is not allowed in any string", where,
-                                self.step_of(where))
-            elif isinstance(current, (dict, list)):
-                if id(current) in seen:  # a shared (aliased) node is checked once
-                    continue
-                seen.add(id(current))
-                items = current.items() if isinstance(current, dict) else enumerate(current)
-                for key, item in items:
-                    if isinstance(key, str) and "\x00" in key:
-                        self.report("bad_type", "a NUL character is not allowed in a key", where + (key,),
-                                    self.step_of(where + (key,)), key=True)
-                    stack.append((item, where + (key,)))
+    def check_strings(self) -> None:
+        """NUL in any string or key is bad_type (YAML lets it in through a "\\0" escape)."""
+        for path in self.loaded.nul_paths:
+            if path[-1] == "@key":
+                self.report("bad_type", "a NUL character is not allowed in a key", path[:-1], self.step_of(path),
+                            key=True)
+            else:
+                self.report("bad_type", "a NUL character is not allowed in any string", path, self.step_of(path))
 
     def step_of(self, path: tuple) -> _StepCheck | None:
         if len(path) >= 2 and path[0] == "steps" and isinstance(path[1], int) and path[1] < len(self.steps):
@@ -163,9 +192,22 @@ class _Validator:
                 return _StepCheck(steps[path[1]], path[1], _label(steps[path[1]]))
         return None
 
+    def known_keys(self, raw: dict, fields: frozenset, base: tuple, check: _StepCheck | None) -> dict:
+        """Report unknown keys here (one set difference, not one pydantic error each); keep the rest."""
+        unknown = {k for k in raw.keys() - fields if not k.startswith("x-")}
+        if not unknown:
+            return raw
+        for key in [k for k in raw if k in unknown]:  # in document order
+            if self.full:
+                self.unlist("unknown_key")
+                continue
+            self.report("unknown_key", _message("extra_forbidden", (key,), {}, fields, self.suggest), base + (key,),
+                        check, key=True)
+        return {k: v for k, v in raw.items() if k not in unknown}
+
     def check_document(self) -> Document | None:
         try:
-            document = Document.model_validate(self.root)
+            document = Document.model_validate(self.known_keys(self.root, DOCUMENT_FIELDS, (), None))
         except ValidationError as exc:
             self.report_pydantic(exc, (), None, DOCUMENT_FIELDS)
             document = None
@@ -225,7 +267,7 @@ class _Validator:
 
     def check_step_model(self, check: _StepCheck) -> None:
         try:
-            check.model = Step.model_validate(check.raw)
+            check.model = Step.model_validate(self.known_keys(check.raw, STEP_FIELDS, ("steps", check.index), check))
         except ValidationError as exc:
             self.report_pydantic(exc, ("steps", check.index), check, STEP_FIELDS)
         raw = check.raw
@@ -264,7 +306,7 @@ class _Validator:
                     check.refs.append(dep)
                 else:
                     self.report("unknown_dependency", f"depends_on names {dep!r}, which is not a step of "
-                                f"this workflow{_suggest(dep, self.ids)}", base + ("depends_on", k), check)
+                                f"this workflow{self.suggest(dep, self.ids)}", base + ("depends_on", k), check)
         stdin = raw.get("stdin")
         if isinstance(stdin, str):
             check.stdin = self.path_field(check, stdin, base + ("stdin",), "stdin", dollar=True)
@@ -347,7 +389,7 @@ class _Validator:
         if path.dollar or root in self.ids or (len(path.segments) >= 2 and path.segments[1] == "outputs"):
             if root not in self.ids:
                 self.report("unknown_reference", f"{path.text()} refers to step {root!r}, which is not a "
-                            f"step of this workflow{_suggest(root, self.ids)}", where, check)
+                            f"step of this workflow{self.suggest(root, self.ids)}", where, check)
             elif root != own_id or not local:
                 check.refs.append(root)
 
@@ -368,21 +410,19 @@ class _Validator:
         seen: set = set()
         for error in exc.errors(include_url=False):
             kind = error["type"]
+            code = {"extra_forbidden": "unknown_key", "missing": "missing_field"}.get(kind, "bad_type")
+            if self.full:
+                self.unlist(code)
+                continue
             loc = _trim(raw, tuple(error["loc"]), kind)
             if not base and loc and loc[0] == "steps":
                 continue  # steps are validated one by one
-            if kind == "extra_forbidden":
-                code = "unknown_key"
-            elif kind == "missing":
-                code = "missing_field"
-            elif base and loc and loc[0] == "id":
+            if base and loc and loc[0] == "id" and code == "bad_type":
                 continue  # reported as bad_step_id
-            else:
-                code = "bad_type"
             if (code, loc) in seen:
                 continue
             seen.add((code, loc))
-            message = _message(kind, loc, error, fields)
+            message = _message(kind, loc, error, fields, self.suggest)
             if code == "missing_field":
                 self.report(code, message, base + loc[:-1], check, position=bool(base))
             else:
@@ -422,6 +462,10 @@ def _suggest(name: str, known) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+MAX_PROBLEMS = 1000  # a hostile document must not make the report itself unbounded
+HINTS = 50  # difflib costs ~40 us a call: a document of thousands of typos gets hints for the first ones
+
+
 def _trim(raw: Any, loc: tuple, kind: str) -> tuple:
     """Drop pydantic's union and alias tags from a location so it names a real path in the data."""
     out = []
@@ -448,11 +492,11 @@ _TYPE_WORDS = {
 }
 
 
-def _message(kind: str, loc: tuple, error: dict, fields: frozenset) -> str:
+def _message(kind: str, loc: tuple, error: dict, fields: frozenset, suggest) -> str:
     name = ".".join(str(part) for part in loc) or "the document"
     if kind == "extra_forbidden":
         key = loc[-1] if loc else "?"
-        hint = _suggest(str(key), fields) if len(loc) == 1 else ""
+        hint = suggest(str(key), fields) if len(loc) == 1 else ""
         return f"unknown key {key!r}{hint}; keys starting with x- are kept for tools"
     if kind == "missing":
         return f"`{name}` is required"
@@ -469,5 +513,7 @@ def _message(kind: str, loc: tuple, error: dict, fields: frozenset) -> str:
 
 
 def _short(value: Any) -> str:
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"a {value.bit_length()}-bit integer"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

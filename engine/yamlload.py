@@ -10,7 +10,6 @@ explicit tags, and records the 1-based line and column of every node.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -33,32 +32,44 @@ _INF = re.compile(r"^[-+]?\.(?:inf|Inf|INF)$")
 _NAN = re.compile(r"^\.(?:nan|NaN|NAN)$")
 
 Path = tuple
+_MAX_INT_CHARS = 3000  # 3,000 hex digits stay under Python's 4,300-digit int-to-text limit
 
 
-@dataclass
 class Loaded:
     """A loaded document: plain Python values plus where each node came from.
 
-    `positions[path]` is the (line, column) of the value at `path` (a tuple of
-    mapping keys and list indexes); `key_positions[path]` is that of the key
-    that introduced it. Nodes reached through an alias are not listed; use
-    `position()` which falls back to the nearest listed ancestor.
+    `position(path)` gives the 1-based (line, column) of the value at `path`
+    (a tuple of mapping keys and list indexes), or with `key=True` of the key
+    that introduced it; a path that does not exist falls back to its nearest
+    existing ancestor. Marks are kept per container, so loading allocates
+    nothing per node for them. `nul_paths` lists the strings (and, ending in
+    "@key", the keys) that hold a NUL character.
     """
 
-    value: Any
-    positions: dict[Path, tuple[int, int]] = field(default_factory=dict)
-    key_positions: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    def __init__(self):
+        self.value: Any = None
+        self.root_mark = None
+        self.marks: dict[int, tuple[Any, Any]] = {}  # id(container) -> (value marks, key marks)
+        self.nul_paths: list[Path] = []
 
     def position(self, path: Path, *, key: bool = False) -> tuple[int | None, int | None]:
-        table = self.key_positions if key else self.positions
+        best = self.root_mark
+        node = self.value
         path = tuple(path)
-        if path in table:
-            return table[path]
-        while path:
-            path = path[:-1]
-            if path in self.positions:
-                return self.positions[path]
-        return (None, None)
+        for depth, segment in enumerate(path):
+            entry = self.marks.get(id(node))
+            if entry is None:
+                break
+            value_marks, key_marks = entry
+            try:
+                if key and depth == len(path) - 1 and key_marks is not None:
+                    best = key_marks[segment]
+                    break
+                best = value_marks[segment]
+                node = node[segment]
+            except (KeyError, IndexError, TypeError):
+                break
+        return (None, None) if best is None else (best.line + 1, best.column + 1)
 
 
 class YamlLoadError(Exception):
@@ -76,21 +87,28 @@ def _fail(code: str, message: str, mark=None) -> YamlLoadError:
     return YamlLoadError(Problem(code, message, None, line, column))
 
 
+_SPECIAL_START = frozenset("0123456789+-.~nNtTfF")
+
+
 def resolve_plain(text: str) -> Any:
     """Read a plain (unquoted) scalar by the YAML 1.2 core schema."""
+    if not text:
+        return None
+    if text[0] not in _SPECIAL_START:
+        return text  # most scalars: words and sentences, no regex needed
+    if text.isdigit() and text.isascii() and len(text) <= _MAX_INT_CHARS:
+        return int(text)  # plain decimal digits ("017" is 17)
     if _NULL.match(text):
         return None
     if text in _BOOL:
         return _BOOL[text]
-    try:
+    if len(text) <= _MAX_INT_CHARS:  # a longer literal stays text: Python will not print it back
         if _INT.match(text):
             return int(text, 10)
         if _OCT.match(text):
             return int(text[2:], 8)
         if _HEX.match(text):
             return int(text[2:], 16)
-    except ValueError:  # more digits than Python converts; keep the text
-        return text
     if _FLOAT.match(text):
         return float(text)
     if _INF.match(text):
@@ -116,20 +134,24 @@ def decode(data: bytes | str, max_bytes: int = MAX_BYTES) -> str:
 
 
 class _Frame:
-    __slots__ = ("container", "path", "anchor", "size", "height", "key", "key_mark", "is_map")
+    __slots__ = ("container", "path", "anchor", "size", "height", "key", "is_map", "marks", "key_marks")
 
     def __init__(self, container, path, anchor, is_map):
         self.container = container
         self.path = path
         self.anchor = anchor
         self.size = 1
-        self.height = 1
+        self.height = 0
         self.key = _NO_KEY
-        self.key_mark = None
         self.is_map = is_map
+        self.marks = {} if is_map else []
+        self.key_marks = {} if is_map else None
 
 
 _NO_KEY = object()
+_SCALAR, _ALIAS = yaml.ScalarEvent, yaml.AliasEvent
+_MAP_START, _SEQ_START = yaml.MappingStartEvent, yaml.SequenceStartEvent
+_MAP_END, _SEQ_END = yaml.MappingEndEvent, yaml.SequenceEndEvent
 
 
 def load(data: bytes | str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH,
@@ -150,69 +172,22 @@ def load(data: bytes | str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_
             `alias_limit` or `not_a_mapping` problem.
     """
     text = decode(data, max_bytes)
-    loaded = Loaded(None)
-    stack: list[_Frame] = []
-    anchors: dict[str, tuple[Any, int, int]] = {}  # name -> (value, size, height)
-    alias_nodes = 0
-    documents = 0
-    root_set = False
+    loaded = Loaded()
     try:
-        for event in yaml.parse(text, Loader=_Parser):
-            kind = type(event)
-            if kind is yaml.ScalarEvent or kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-                if event.tag is not None:
-                    raise _fail("yaml_error", f"explicit tags such as {event.tag!r} are not allowed",
-                                event.start_mark)
-            if kind is yaml.ScalarEvent:
-                if event.implicit[0]:
-                    value = resolve_plain(event.value)
-                else:
-                    value = event.value
-                if event.anchor is not None:
-                    anchors[event.anchor] = (value, 1, 0)
-                root_set = _place(loaded, stack, value, 1, 0, event.start_mark, root_set)
-            elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-                if len(stack) + 1 > max_depth:
-                    raise _fail("too_deep", f"the document nests deeper than {max_depth} levels",
-                                event.start_mark)
-                is_map = kind is yaml.MappingStartEvent
-                if stack and stack[-1].is_map and stack[-1].key is _NO_KEY:
-                    raise _fail("yaml_error", "a mapping key must be a plain value, not a "
-                                + ("mapping" if is_map else "list"), event.start_mark)
-                path = _child_path(stack)
-                frame = _Frame({} if is_map else [], path, event.anchor, is_map)
-                loaded.positions[path] = (event.start_mark.line + 1, event.start_mark.column + 1)
-                stack.append(frame)
-            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                frame = stack.pop()
-                if frame.anchor is not None:
-                    anchors[frame.anchor] = (frame.container, frame.size, frame.height)
-                root_set = _place(loaded, stack, frame.container, frame.size, frame.height,
-                                  None, root_set, registered=True)
-            elif kind is yaml.AliasEvent:
-                if event.anchor not in anchors:
-                    raise _fail("yaml_error", f"unknown alias *{event.anchor}", event.start_mark)
-                value, size, height = anchors[event.anchor]
-                alias_nodes += size
-                if alias_nodes > max_alias_nodes:
-                    raise _fail("alias_limit", f"aliases expand to more than {max_alias_nodes:,} nodes",
-                                event.start_mark)
-                if len(stack) + height > max_depth:
-                    raise _fail("too_deep", f"the document nests deeper than {max_depth} levels "
-                                "once its aliases are expanded", event.start_mark)
-                root_set = _place(loaded, stack, value, size, height, event.start_mark, root_set)
-            elif kind is yaml.DocumentStartEvent:
-                documents += 1
-                if documents > 1:
-                    raise _fail("yaml_error", "the file holds more than one YAML document",
-                                event.start_mark)
+        _compose(text, loaded, max_depth, max_alias_nodes)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         reason = exc.problem or str(exc)
         raise _fail("yaml_error", f"YAML syntax error: {reason}", mark) from None
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        what = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
+        raise YamlLoadError(Problem("yaml_error", f"character {what} is not allowed in YAML ({exc.reason})",
+                                    None, line, column)) from None
     except yaml.YAMLError as exc:
         raise _fail("yaml_error", f"YAML error: {exc}") from None
-    if not root_set or loaded.value is None:
+    if loaded.value is None:
         raise _fail("not_a_mapping", "the document is empty; it must be a mapping with `name` and `steps`")
     if not isinstance(loaded.value, dict):
         kind = "a list" if isinstance(loaded.value, list) else "a single value"
@@ -221,50 +196,170 @@ def load(data: bytes | str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_
     return loaded
 
 
-def _child_path(stack: list[_Frame]) -> Path:
-    if not stack:
-        return ()
-    parent = stack[-1]
-    if parent.is_map:
-        return parent.path + (parent.key,)
-    return parent.path + (len(parent.container),)
+def _compose(text: str, loaded: Loaded, max_depth: int, max_alias_nodes: int) -> None:
+    """Build the document from parser events; one loop, no recursion (the hot path of validation).
+
+    Subtree sizes and heights are only needed to account for aliases, so they
+    are tracked only inside anchored nodes (`tracking`); most documents have none.
+    """
+    get_event = _Parser(text).get_event
+    all_marks, nul_paths = loaded.marks, loaded.nul_paths
+    stack: list[_Frame] = []
+    parent: _Frame | None = None
+    anchors: dict[str, tuple[Any, int, int]] = {}  # name -> (value, size, height)
+    tracking = 0  # anchored frames open
+    alias_nodes = 0
+    documents = 0
+    while True:
+        event = get_event()
+        if event is None:
+            return
+        kind = type(event)
+        if kind is _SCALAR:
+            if event.tag is not None:
+                raise _fail("yaml_error", f"explicit tags such as {event.tag!r} are not allowed", event.start_mark)
+            raw = event.value
+            mark = event.start_mark
+            plain = event.implicit[0]
+            if parent is not None and parent.is_map and parent.key is _NO_KEY:
+                if plain:
+                    # Keys are text: a plain key is read by the core schema, then written canonically,
+                    # so `~:` and `null:` are one key while `true:` and `1:` are "true" and "1".
+                    key = resolve_plain(raw) if raw and raw[0] in _SPECIAL_START else raw
+                    if type(key) is not str:
+                        key = _key_text(key)
+                else:
+                    key = raw
+                if event.anchor is not None:
+                    anchors[event.anchor] = (key, 1, 0)
+                _take_key(parent, key, mark, nul_paths)
+                if tracking:
+                    parent.size += 1
+                continue
+            if not plain or (raw and raw[0] not in _SPECIAL_START):
+                value = raw
+            else:
+                value = resolve_plain(raw)
+            if event.anchor is not None:
+                anchors[event.anchor] = (value, 1, 0)
+            if parent is None:
+                loaded.root_mark, loaded.value = mark, value
+                continue
+            # Placing a scalar is the commonest step of all: inlined.
+            if parent.is_map:
+                key = parent.key
+                if type(value) is str and "\x00" in value:
+                    nul_paths.append(parent.path + (key,))
+                parent.container[key] = value
+                parent.marks[key] = mark
+                parent.key = _NO_KEY
+            else:
+                if type(value) is str and "\x00" in value:
+                    nul_paths.append(parent.path + (len(parent.container),))
+                parent.marks.append(mark)
+                parent.container.append(value)
+            if tracking:
+                parent.size += 1
+                if parent.height < 1:
+                    parent.height = 1
+        elif kind is _MAP_START or kind is _SEQ_START:
+            if event.tag is not None:
+                raise _fail("yaml_error", f"explicit tags such as {event.tag!r} are not allowed", event.start_mark)
+            if len(stack) + 1 > max_depth:
+                raise _fail("too_deep", f"the document nests deeper than {max_depth} levels", event.start_mark)
+            is_map = kind is _MAP_START
+            mark = event.start_mark
+            if parent is None:
+                path = ()
+                loaded.root_mark = mark
+            elif parent.is_map:
+                if parent.key is _NO_KEY:
+                    raise _fail("yaml_error", "a mapping key must be a plain value, not a "
+                                + ("mapping" if is_map else "list"), mark)
+                path = parent.path + (parent.key,)
+                parent.marks[parent.key] = mark
+            else:
+                path = parent.path + (len(parent.container),)
+                parent.marks.append(mark)
+            parent = _Frame({} if is_map else [], path, event.anchor, is_map)
+            all_marks[id(parent.container)] = (parent.marks, parent.key_marks)
+            stack.append(parent)
+            if event.anchor is not None:
+                tracking += 1
+        elif kind is _MAP_END or kind is _SEQ_END:
+            frame = stack.pop()
+            parent = stack[-1] if stack else None
+            value = frame.container
+            if frame.anchor is not None:
+                anchors[frame.anchor] = (value, frame.size, frame.height)
+                tracking -= 1
+            if parent is None:
+                loaded.value = value
+                continue
+            if parent.is_map:
+                parent.container[parent.key] = value
+                parent.key = _NO_KEY
+            else:
+                parent.container.append(value)
+            if tracking:
+                parent.size += frame.size
+                if frame.height + 1 > parent.height:
+                    parent.height = frame.height + 1
+        elif kind is _ALIAS:
+            mark = event.start_mark
+            if event.anchor not in anchors:
+                raise _fail("yaml_error", f"unknown alias *{event.anchor}", mark)
+            value, size, height = anchors[event.anchor]
+            alias_nodes += size
+            if alias_nodes > max_alias_nodes:
+                raise _fail("alias_limit", f"aliases expand to more than {max_alias_nodes:,} nodes", mark)
+            if len(stack) + height > max_depth:
+                raise _fail("too_deep", f"the document nests deeper than {max_depth} levels "
+                            "once its aliases are expanded", mark)
+            if parent is None:
+                loaded.root_mark, loaded.value = mark, value
+                continue
+            if parent.is_map and parent.key is _NO_KEY:
+                if isinstance(value, (dict, list)):
+                    raise _fail("yaml_error", "a mapping key must be a plain value", mark)
+                _take_key(parent, value if isinstance(value, str) else _key_text(value), mark, nul_paths)
+            else:
+                _take_value(parent, value, mark)
+            if tracking:
+                parent.size += size
+                if height + 1 > parent.height:
+                    parent.height = height + 1
+        elif kind is yaml.DocumentStartEvent:
+            documents += 1
+            if documents > 1:
+                raise _fail("yaml_error", "the file holds more than one YAML document", event.start_mark)
 
 
-def _place(loaded: Loaded, stack: list[_Frame], value, size: int, height: int, mark, root_set: bool,
-           registered: bool = False) -> bool:
-    """Put a finished node into its parent (or make it the root)."""
-    if not stack:
-        if mark is not None:
-            loaded.positions[()] = (mark.line + 1, mark.column + 1)
-        loaded.value = value
-        return True
-    parent = stack[-1]
-    parent.size += size
-    if height + 1 > parent.height:
-        parent.height = height + 1
+def _take_key(parent: _Frame, key: str, mark, nul_paths: list) -> None:
+    if key in parent.container:
+        first = parent.key_marks.get(key)
+        where = f" (first at line {first.line + 1})" if first else ""
+        raise _fail("yaml_error", f"duplicate key {key!r}{where}", mark)
+    if "\x00" in key:
+        nul_paths.append(parent.path + (key, "@key"))
+    parent.key = key
+    parent.key_marks[key] = mark
+
+
+def _take_value(parent: _Frame, value: Any, mark) -> None:
     if parent.is_map:
-        if parent.key is _NO_KEY:
-            try:
-                hash(value)
-            except TypeError:
-                raise _fail("yaml_error", "a mapping key must be a plain value", mark) from None
-            if value in parent.container:
-                first = loaded.key_positions.get(parent.path + (value,))
-                where = f" (first at line {first[0]})" if first else ""
-                raise _fail("yaml_error", f"duplicate key {value!r}{where}", mark)
-            parent.key = value
-            parent.key_mark = mark
-            return root_set
-        path = parent.path + (parent.key,)
-        if parent.key_mark is not None:
-            loaded.key_positions[path] = (parent.key_mark.line + 1, parent.key_mark.column + 1)
-        if mark is not None and not registered:
-            loaded.positions[path] = (mark.line + 1, mark.column + 1)
-        parent.container[parent.key] = value
+        key = parent.key
+        parent.container[key] = value
+        parent.marks[key] = mark
         parent.key = _NO_KEY
-        parent.key_mark = None
     else:
-        if mark is not None and not registered:
-            loaded.positions[parent.path + (len(parent.container),)] = (mark.line + 1, mark.column + 1)
+        parent.marks.append(mark)
         parent.container.append(value)
-    return root_set
+
+
+def _key_text(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)

@@ -23,20 +23,27 @@ _CHUNK = 65536
 
 
 class _Capture(threading.Thread):
-    """Reads a pipe to its end, keeping at most `limit` bytes."""
+    """Reads a pipe to its end, keeping at most `limit` bytes: the first ones, or the last with `tail`."""
 
-    def __init__(self, pipe, limit: int):
+    def __init__(self, pipe, limit: int, tail: bool = False):
         super().__init__(daemon=True)
-        self.pipe, self.limit = pipe, limit
+        self.pipe, self.limit, self.tail = pipe, limit, tail
         self.data = bytearray()
         self.dropped = 0
 
     def run(self) -> None:
         try:
             while chunk := self.pipe.read(_CHUNK):
-                room = self.limit - len(self.data)
-                self.data += chunk[:max(room, 0)]
-                self.dropped += max(len(chunk) - max(room, 0), 0)
+                if self.tail:
+                    self.data += chunk
+                    excess = len(self.data) - self.limit
+                    if excess > 0:
+                        del self.data[:excess]
+                        self.dropped += excess
+                else:
+                    room = max(self.limit - len(self.data), 0)
+                    self.data += chunk[:room]
+                    self.dropped += len(chunk) - len(chunk[:room])
         except (OSError, ValueError):
             pass
 
@@ -87,7 +94,7 @@ class ShellExecutor:
         except OSError as exc:
             return StepResult.failure(f"could not start the shell: {exc}")
         out = _Capture(process.stdout, self.max_output_bytes)
-        err = _Capture(process.stderr, 65536)
+        err = _Capture(process.stderr, 65536, tail=True)
         out.start()
         err.start()
         feeder = threading.Thread(target=_feed, args=(process.stdin, (request.stdin or "").encode("utf-8")),

@@ -1,0 +1,279 @@
+"""The built-in agents (spec section 11): the mock's plan and executor, and the shell executor."""
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.executors import MockExecutor, ShellExecutor, StepRequest
+from engine.executors.mock import plan
+from engine.executors.shell import last_line_object
+from engine.model import Step
+
+
+def request(step=None, *, command="run it", agent="mock", call=1, attempt=1, **extra):
+    spec = Step.model_validate({"id": "s", "agent": agent, "command": command, **(step or {})})
+    return StepRequest(run_id="run-1", step="s", attempt=attempt, agent=agent, command=command, spec=spec,
+                       call=call, **extra)
+
+
+def shell(command, *, executor=None, cancel=None, **extra):
+    executor = executor or ShellExecutor()
+    return executor.execute(request(command=command, agent="shell", **extra), cancel or threading.Event())
+
+
+def is_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_until_dead(pid, within=3.0):
+    deadline = time.monotonic() + within
+    while is_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not is_alive(pid)
+
+
+def read_pid(path, within=5.0):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return int(path.read_text())
+        time.sleep(0.02)
+    raise AssertionError(f"{path} was never written")
+
+
+# -- mock.plan -------------------------------------------------------------------
+
+
+def test_the_mock_fails_while_the_call_number_is_within_fail_times():
+    step = {"mock": {"fail_times": 2, "outputs": {"v": 1}}}
+    results = [plan(request(step, call=call)).result for call in (1, 2, 3, 4)]
+    assert [r.ok for r in results] == [False, False, True, True]
+    assert results[0].error_code == "agent_error"
+    assert results[2].outputs == {"v": 1}
+
+
+def test_fail_times_counts_calls_not_attempts():
+    step = {"mock": {"fail_times": 1}}
+    assert plan(request(step, call=2, attempt=1)).result.ok
+    assert not plan(request(step, call=1, attempt=3)).result.ok
+
+
+def test_the_mock_failure_carries_the_configured_error_message():
+    result = plan(request({"mock": {"fail_times": 1, "error": "vendor API down"}})).result
+    assert not result.ok and result.error == "vendor API down"
+
+
+def test_the_mock_failure_without_a_message_still_says_it_failed():
+    result = plan(request({"mock": {"fail_times": 1}})).result
+    assert not result.ok and result.error
+
+
+def test_default_outputs_are_the_empty_value_of_each_declared_type():
+    outputs = {"s": {"type": "string"}, "n": {"type": "number"}, "i": {"type": "integer"},
+               "b": {"type": "boolean"}, "a": {"type": "array"}, "o": {"type": "object"}, "u": {}}
+    result = plan(request({"outputs": outputs})).result
+    assert result.ok
+    assert result.outputs == {"s": "", "n": 0, "i": 0, "b": False, "a": [], "o": {}, "u": ""}
+    assert type(result.outputs["b"]) is bool
+
+
+def test_a_partial_mock_outputs_is_not_filled_in():
+    step = {"outputs": {"a": {"type": "string"}, "b": {"type": "integer"}}, "mock": {"outputs": {"a": "given"}}}
+    assert plan(request(step)).result.outputs == {"a": "given"}
+
+
+def test_the_default_stdout_is_the_outputs_as_json():
+    result = plan(request({"mock": {"outputs": {"risk": 3, "note": "café", "ok": True}}})).result
+    assert json.loads(result.stdout) == {"risk": 3, "note": "café", "ok": True}
+    assert "café" in result.stdout
+
+
+def test_a_mock_without_outputs_prints_an_empty_json_object():
+    assert plan(request()).result.stdout == "{}"
+
+
+def test_a_configured_stdout_is_returned_as_is_next_to_the_outputs():
+    result = plan(request({"mock": {"stdout": "VERDICT: APPROVED\n", "outputs": {"v": 1}}})).result
+    assert result.stdout == "VERDICT: APPROVED\n" and result.outputs == {"v": 1}
+
+
+def test_a_mock_with_timeout_true_never_returns():
+    outcome = plan(request({"mock": {"timeout": True, "outputs": {"v": 1}}}))
+    assert outcome.result is None
+
+
+def test_the_mock_delay_is_reported_with_the_result_and_not_slept_by_plan():
+    started = time.monotonic()
+    outcome = plan(request({"mock": {"delay_s": 30}}))
+    assert outcome.delay_s == 30 and outcome.result.ok
+    assert time.monotonic() - started < 1
+
+
+def test_tokens_and_cost_are_reported_as_usage_on_success_and_failure():
+    ok = plan(request({"mock": {"tokens": 1200, "cost": 0.03}})).result
+    failed = plan(request({"mock": {"tokens": 5, "cost": 0.5, "fail_times": 1}})).result
+    assert (ok.tokens, ok.cost) == (1200, 0.03)
+    assert (failed.tokens, failed.cost) == (5, 0.5)
+    assert plan(request()).result.tokens == 0
+
+
+# -- MockExecutor ----------------------------------------------------------------------
+
+
+def test_the_mock_executor_returns_the_planned_result():
+    result = MockExecutor().execute(request({"mock": {"outputs": {"v": 2}}}), threading.Event())
+    assert result.ok and result.outputs == {"v": 2}
+
+
+def test_the_mock_executor_stops_a_long_delay_when_cancelled():
+    cancel = threading.Event()
+    threading.Timer(0.2, cancel.set).start()
+    started = time.monotonic()
+    result = MockExecutor().execute(request({"mock": {"delay_s": 30}}), cancel)
+    assert time.monotonic() - started < 3
+    assert not result.ok and result.error_code == "cancelled"
+
+
+def test_the_mock_executor_stops_a_never_returning_mock_when_cancelled():
+    cancel = threading.Event()
+    threading.Timer(0.2, cancel.set).start()
+    started = time.monotonic()
+    result = MockExecutor().execute(request({"mock": {"timeout": True}}), cancel)
+    assert time.monotonic() - started < 3
+    assert not result.ok and result.error_code == "cancelled"
+
+
+@pytest.mark.parametrize("mock", [{"timeout": True}, {"delay_s": 30}])
+def test_the_mock_executor_times_out_at_the_step_timeout(mock):
+    started = time.monotonic()
+    result = MockExecutor().execute(request({"mock": mock}, timeout_s=0.3), threading.Event())
+    assert time.monotonic() - started < 3
+    assert not result.ok and result.error_code == "timeout"
+
+
+# -- ShellExecutor ---------------------------------------------------------------------
+
+
+def test_exit_zero_succeeds_with_stdout_byte_for_byte():
+    result = shell(r"printf 'line 1\n  indented\r\n\ttab\ncafé\n\nno newline at end'")
+    assert result.ok and result.error is None
+    assert result.stdout == "line 1\n  indented\r\n\ttab\ncafé\n\nno newline at end"
+
+
+@pytest.mark.parametrize("command, outputs", [
+    ("""echo working; echo '{"risk": 3, "tags": ["a"], "ok": true}'""", {"risk": 3, "tags": ["a"], "ok": True}),
+    ("""echo '{"a": 1}'; echo; echo '   '""", {"a": 1}),
+    ("""echo '{"a": 1}'; echo done""", {}),
+    ("""echo '[1, 2]'""", {}),
+    ("""echo 42""", {}),
+    ("""echo '"text"'""", {}),
+    ("""echo '{"a": 1'""", {}),
+    ("""echo '{"a": 1}'; echo '{"b": 2}'""", {"b": 2}),
+    ("true", {}),
+])
+def test_the_last_non_empty_stdout_line_becomes_the_outputs_only_when_it_is_a_json_object(command, outputs):
+    result = shell(command)
+    assert result.ok and result.outputs == outputs
+
+
+@pytest.mark.parametrize("stdout, expected", [
+    ('{"a": 1}\n', {"a": 1}), ('x\n{"a": 1}\n\n  \n', {"a": 1}), ("[1]\n", None), ("null", None), ("", None),
+])
+def test_last_line_object_reads_the_last_non_empty_line(stdout, expected):
+    assert last_line_object(stdout) == expected
+
+
+def test_a_non_zero_exit_fails_with_exit_code_the_code_and_the_stderr_tail():
+    result = shell("echo partial; echo 'disk is full' >&2; exit 3")
+    assert not result.ok and result.error_code == "exit_code"
+    assert "3" in result.error and "disk is full" in result.error
+    assert result.stdout == "partial\n"
+
+
+def test_only_the_tail_of_a_long_stderr_goes_into_the_message():
+    result = shell("seq 1 20000 >&2; exit 1")
+    assert result.error_code == "exit_code"
+    assert "20000" in result.error and len(result.error) < 5000
+
+
+def test_stdin_is_fed_verbatim():
+    text = "first\n  second\n\n\tthird without newline é"
+    result = shell("cat", stdin=text)
+    assert result.ok and result.stdout == text
+
+
+def test_a_large_stdin_the_command_ignores_does_not_hang():
+    started = time.monotonic()
+    result = shell("echo ignored", stdin="x" * 5_000_000, timeout_s=20)
+    assert result.ok and result.stdout == "ignored\n"
+    assert time.monotonic() - started < 10
+
+
+def test_the_command_runs_in_the_given_working_directory(tmp_path):
+    result = shell("pwd; echo made > here.txt", workdir=str(tmp_path))
+    assert result.ok
+    assert os.path.realpath(result.stdout.splitlines()[0]) == os.path.realpath(tmp_path)
+    assert (tmp_path / "here.txt").read_text() == "made\n"
+
+
+def test_the_environment_names_the_run_and_the_step():
+    result = shell('echo "$FORGE_RUN_ID/$FORGE_STEP_ID"')
+    assert result.stdout == "run-1/s\n"
+
+
+def test_a_timeout_kills_the_whole_process_group(tmp_path):
+    pid_file = tmp_path / "background.pid"
+    started = time.monotonic()
+    result = shell(f"sleep 30 & echo $! > {pid_file}; sleep 30; wait", timeout_s=0.5)
+    assert time.monotonic() - started < 5
+    assert not result.ok and result.error_code == "timeout"
+    assert wait_until_dead(read_pid(pid_file))
+
+
+def test_cancel_kills_the_running_command_and_its_children(tmp_path):
+    pid_file = tmp_path / "background.pid"
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    result = shell(f"sleep 30 & echo $! > {pid_file}; sleep 30; wait", cancel=cancel, timeout_s=60)
+    assert time.monotonic() - started < 5
+    assert not result.ok and result.error_code != "timeout"
+    assert wait_until_dead(read_pid(pid_file))
+
+
+def test_output_over_the_bound_is_truncated_with_a_note():
+    result = shell("head -c 5000000 /dev/zero | tr '\\0' y", executor=ShellExecutor(max_output_bytes=100))
+    assert result.ok
+    assert result.stdout.startswith("y" * 100)
+    assert "truncated" in result.stdout and len(result.stdout) < 300
+
+
+def test_endless_output_under_a_small_bound_ends_at_the_timeout_without_hanging():
+    started = time.monotonic()
+    result = shell("yes", executor=ShellExecutor(max_output_bytes=100), timeout_s=1)
+    assert time.monotonic() - started < 6
+    assert result.error_code == "timeout"
+    assert len(result.stdout) < 300
+
+
+def test_a_command_producing_ten_megabytes_completes():
+    started = time.monotonic()
+    result = shell("head -c 10485760 /dev/zero | tr '\\0' x; echo", timeout_s=60)
+    assert result.ok and result.stdout.startswith("x" * 1000)
+    assert time.monotonic() - started < 30
+
+
+def test_a_command_flooding_stderr_does_not_block():
+    result = shell("head -c 2000000 /dev/zero >&2; echo done", timeout_s=20)
+    assert result.ok and result.stdout == "done\n"
