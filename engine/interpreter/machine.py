@@ -12,18 +12,16 @@ import heapq
 from datetime import datetime, timezone
 from typing import Any
 
-from engine.expressions import MISSING, EvaluationError, Scope
+from engine.expressions import EvaluationError, Scope
 from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
-from engine.interpreter import triggers
+from engine.interpreter import steps, triggers
+from engine.interpreter.failure import FailureHandling
 from engine.interpreter.state import Options, RunState, RunStatus, StepState, StepStatus, Wait
-from engine.outputs import coerce, coerce_outputs, validate_outputs
-from engine.templates import TemplateError, shell_quote, to_text
+from engine.outputs import coerce_outputs
 from engine.workflow import StepSpec, Workflow
 
-NOT_RETRIED = frozenset({"template_error", "condition_error", "input_missing", "rejected"})
 APPROVAL_OPTIONS = ("approve", "reject")
-ESCALATION_OPTIONS = ("retry", "skip", "abort")
 TERMINAL = StepStatus.TERMINAL
 RUNNING, WAITING, PENDING = StepStatus.RUNNING, StepStatus.WAITING, StepStatus.PENDING
 _READY_WAITS = (Wait.QUEUED, Wait.REDISPATCH)
@@ -38,7 +36,7 @@ def initial_variables(workflow: Workflow, args: dict[str, Any]) -> dict[str, Any
     return {**workflow.document.variables, **args}
 
 
-class Interpreter:
+class Interpreter(FailureHandling):
     """Drives one run of one workflow.
 
     Args:
@@ -348,23 +346,10 @@ class Interpreter:
                 st.iteration = 1
         self._mark_started(i)
         self._set(i, RUNNING, None)
-        scope = self._scope
         try:
-            inputs = self._resolve_inputs(spec)
-        except _StepError as exc:
+            inputs, command, stdin = steps.dispatch_values(spec, self._scope, self.state.options.shell_agents)
+        except steps.StepFailure as exc:
             self._fail(i, exc.code, str(exc), False)
-            return
-        quote = shell_quote if spec.model.agent in self.state.options.shell_agents else None
-        try:
-            command = spec.command.render(scope, quote) if spec.command is not None else ""
-            stdin = None
-            if spec.stdin is not None:
-                value = scope.resolve(spec.stdin.dollar, spec.stdin.segments)
-                if value is MISSING:
-                    raise TemplateError(f"stdin {spec.stdin.text()} does not resolve")
-                stdin = to_text(value)
-        except TemplateError as exc:
-            self._fail(i, "template_error", str(exc), False)
             return
         timeout = spec.model.timeout_s or self.state.options.default_timeout_s
         previous = None
@@ -389,10 +374,10 @@ class Interpreter:
         st.calls += 1
         self._mark_started(i)
         try:
-            message = spec.approval_message.render(self._scope) if spec.approval_message else ""
-        except TemplateError as exc:
+            message = steps.approval_message(spec, self._scope)
+        except steps.StepFailure as exc:
             self._set(i, RUNNING, None)
-            self._fail(i, "template_error", str(exc), False)
+            self._fail(i, exc.code, str(exc), False)
             return
         self._set(i, WAITING, Wait.APPROVAL)
         self._request(i, "approval", APPROVAL_OPTIONS, message, tuple(spec.model.approvers or ()))
@@ -405,23 +390,10 @@ class Interpreter:
         st.calls += 1
         self._mark_started(i)
         self._set(i, RUNNING, Wait.CHILD)
-        args = {}
         try:
-            for name, value in spec.ref_args.items():
-                if hasattr(value, "render"):
-                    single = len(value.parts) == 1 and not isinstance(value.parts[0], str)
-                    if single:
-                        path = value.parts[0]
-                        resolved = self._scope.resolve(path.dollar, path.segments)
-                        if resolved is MISSING:
-                            raise TemplateError(f"${{{path.text()}}} does not resolve")
-                        args[name] = resolved
-                    else:
-                        args[name] = value.render(self._scope)
-                else:
-                    args[name] = value
-        except TemplateError as exc:
-            self._fail(i, "template_error", str(exc), False)
+            args = steps.child_args(spec, self._scope)
+        except steps.StepFailure as exc:
+            self._fail(i, exc.code, str(exc), False)
             return
         ref = spec.model.ref
         self._out.append(cmd.StartChild(self._ids[i], st.attempt, ref.name, ref.version, args))
@@ -451,54 +423,32 @@ class Interpreter:
 
     def _loop_iteration_done(self, i: int, outputs: dict, stdout: str) -> None:
         spec, st = self._specs[i], self._st[i]
-        loop = spec.model.loop
         coerced = coerce_outputs(outputs, spec.model.outputs)
         previous = st.history[-1]["stdout"] if st.history else None
         st.history.append({"name": f"{self._ids[i]}_iter_{st.iteration}", "iteration": st.iteration,
                            "attempt": st.attempt, "stdout": stdout, "outputs": coerced})
-        done = st.iteration >= loop.max_iterations and spec.until is None
-        if spec.until is not None:
-            local = {"output": stdout, "outputs": coerced, "iteration": st.iteration, "previous_output": previous}
-            try:
-                done = bool(spec.until.evaluate(self._scope.with_local(local)))
-            except EvaluationError as exc:
-                self._fail(i, "condition_error", f"loop.until could not be evaluated: {exc}", False)
-                return
+        try:
+            done = steps.loop_done(spec, self._scope, iteration=st.iteration, stdout=stdout, outputs=coerced,
+                                   previous=previous)
+        except steps.StepFailure as exc:
+            self._fail(i, exc.code, str(exc), False)
+            return
+        limit = spec.model.loop.max_iterations
         if done:
             self._complete_with(i, outputs)
-        elif st.iteration >= loop.max_iterations:
-            self._fail(i, "loop_exhausted", f"loop.until did not hold after {loop.max_iterations} iterations", False)
+        elif st.iteration >= limit:
+            self._fail(i, "loop_exhausted", f"loop.until did not hold after {limit} iterations", False)
         else:
             st.iteration += 1  # still in flight: it keeps its slot and dispatches at once
             self._dispatch(i)
 
     def _complete_with(self, i: int, outputs: dict) -> None:
-        """Coerce, validate, check success criteria, apply input passthrough, complete."""
-        spec = self._specs[i]
-        schema = spec.model.outputs
-        result = coerce_outputs(outputs, schema) if schema else dict(outputs)
-        problem = validate_outputs(result, schema) if schema else None
-        if problem:
-            self._fail(i, "output_invalid", problem, False)
+        try:
+            accepted = steps.accept_outputs(self._specs[i], outputs, self._scope)
+        except steps.StepFailure as exc:
+            self._fail(i, exc.code, str(exc), False)
             return
-        if spec.criteria:
-            scope = self._scope.with_local({"outputs": result})
-            for text, node in spec.criteria:
-                try:
-                    holds = node.evaluate(scope)
-                except EvaluationError as exc:
-                    self._fail(i, "condition_error", f"success criterion {text!r} could not be evaluated: {exc}",
-                               False)
-                    return
-                if not holds:
-                    self._fail(i, "success_criteria_failed", f"success criterion {text!r} does not hold", False)
-                    return
-        for binding in spec.inputs:
-            if binding.name not in schema:
-                value = self._scope.resolve(binding.path.dollar, binding.path.segments)
-                if value is not MISSING:
-                    result[binding.name] = coerce(value, binding.type)
-        self._finish_ok(i, result)
+        self._finish_ok(i, accepted)
 
     def _finish_ok(self, i: int, outputs: dict) -> None:
         st = self._st[i]
@@ -511,136 +461,6 @@ class Interpreter:
                 variables[key] = value
                 order.append([key, step_id])
         self._set(i, StepStatus.COMPLETED, None)
-
-    def _resolve_inputs(self, spec: StepSpec) -> dict[str, Any]:
-        inputs = {}
-        for binding in spec.inputs:
-            value = self._scope.resolve(binding.path.dollar, binding.path.segments)
-            if value is MISSING or value is None:
-                if binding.required:
-                    raise _StepError("input_missing", f"input {binding.name!r} ({binding.path.text()}) "
-                                     "did not resolve")
-                continue
-            inputs[binding.name] = coerce(value, binding.type)
-        return inputs
-
-    # -- failure ------------------------------------------------------------------
-
-    def _fail(self, i: int, code: str, message: str, timed_out: bool) -> None:
-        """An attempt failed: retry, escalate, skip or halt (spec section 8)."""
-        spec, st = self._specs[i], self._st[i]
-        final = StepStatus.TIMED_OUT if timed_out else StepStatus.FAILED
-        policy = spec.policy
-        if self.state.halted:
-            if policy.terminal == "skip":
-                self._skip_by_policy(i, message, code)
-            else:
-                self._set(i, final, None, error=message, code=code)
-                if spec.fail_fast:
-                    self._cancel_in_flight()
-            return
-        if code not in NOT_RETRIED and st.retries < policy.max_retries:
-            st.retries += 1
-            delay = policy.delay(st.retries)
-            if code == "loop_exhausted":
-                st.iteration = 0
-            if delay > 0:
-                self._set(i, PENDING, Wait.RETRY, error=message, code=code)
-                self._timer(i, delay, "retry")
-            else:
-                st.error, st.error_code = message, code
-                self._queue(i)
-            return
-        if policy.terminal == "skip":
-            self._skip_by_policy(i, message, code)
-        elif policy.terminal == "escalate" and not st.escalated and code not in NOT_RETRIED:
-            self._set(i, WAITING, Wait.ESCALATION, error=message, code=code)
-            self._request(i, "escalation", ESCALATION_OPTIONS,
-                          f"step {self._ids[i]!r} failed after {st.attempt} attempts: {message}")
-        else:
-            self._set(i, final, None, error=message, code=code)
-            self._halt(i)
-
-    def _skip_by_policy(self, i: int, message: str | None = None, code: str | None = None) -> None:
-        st = self._st[i]
-        st.outputs = {"_skipped": True}
-        self._outputs[self._ids[i]] = st.outputs
-        self._set(i, StepStatus.SKIPPED, None, error=message or st.error, code=code or st.error_code)
-
-    def _halt(self, i: int) -> None:
-        """The run dispatches nothing new but `all_done` steps; settle what never started."""
-        state = self.state
-        first = not state.halted
-        if first:
-            state.halted = True
-            state.error = f"step {self._ids[i]!r} failed: {self._st[i].error}"
-            state.error_code = self._st[i].error_code
-        if self._specs[i].fail_fast:
-            self._cancel_in_flight()
-        if not first:
-            return
-        for j, st in enumerate(self._st):
-            if st.status in TERMINAL or (st.status == RUNNING and st.wait is None):
-                continue
-            if st.wait == Wait.ESCALATION or (st.attempt > 0 and st.wait in (Wait.RETRY, Wait.QUEUED)):
-                self._expire_approvals(j)
-                self._set(j, StepStatus.FAILED, None, error=st.error, code=st.error_code)
-            elif st.wait in (Wait.APPROVAL, Wait.HOLD, Wait.GATE_RETRY, Wait.REDISPATCH):
-                self._stop(j, "run_halted", "the run halted")
-        failed = [j for j, st in enumerate(self._st) if st.status in StepStatus.FAILED_LIKE]
-        tainted = set()
-        stack = list(failed)
-        while stack:
-            for k in self._dependents[stack.pop()]:
-                if k not in tainted:
-                    tainted.add(k)
-                    stack.append(k)
-        for j in sorted(range(len(self._st)), key=self._ids.__getitem__):
-            st = self._st[j]
-            if st.status == PENDING and st.attempt == 0 and self._specs[j].trigger_rule != "all_done":
-                if j in tainted:
-                    self._set(j, StepStatus.FAILED, None, error="blocked by upstream failure", code="upstream_failed")
-                else:
-                    self._set(j, StepStatus.CANCELLED, None, error="the run halted", code="run_halted")
-
-    def _settle_after_halt(self, i: int) -> None:
-        ancestors_failed = any(self._st[d].status in StepStatus.FAILED_LIKE or
-                               self._st[d].error_code == "upstream_failed" for d in self._deps[i])
-        if ancestors_failed:
-            self._set(i, StepStatus.FAILED, None, error="blocked by upstream failure", code="upstream_failed")
-        else:
-            self._set(i, StepStatus.CANCELLED, None, error="the run halted", code="run_halted")
-
-    def _cancel_in_flight(self) -> None:
-        for j, st in enumerate(self._st):
-            if st.status in TERMINAL or (st.status == PENDING and st.attempt == 0 and st.wait is None):
-                continue
-            if st.status == PENDING and st.wait == Wait.QUEUED and st.attempt == 0:
-                continue  # never started: settled by the halt rule
-            self._stop(j, "cancelled_by_fail_fast", "cancelled: a parallel step failed (fail_fast)")
-
-    def _stop(self, i: int, code: str, message: str) -> None:
-        """End a non-final step as cancelled, stopping whatever it has in flight."""
-        st = self._st[i]
-        if st.status == RUNNING:
-            if st.wait == Wait.CHILD:
-                self._out.append(cmd.CancelChild(self._ids[i], code))
-            else:
-                self._out.append(cmd.CancelStep(self._ids[i], st.attempt, code))
-        self._expire_approvals(i)
-        self._set(i, StepStatus.CANCELLED, None, error=message, code=code)
-
-    def _expire_approvals(self, i: int) -> None:
-        for record in self.state.approvals:
-            if record["step"] == self._ids[i] and record["status"] == "pending":
-                record["status"] = "expired"
-
-    def _stall(self) -> None:
-        for i, st in enumerate(self._st):
-            if st.status not in TERMINAL:
-                self._set(i, StepStatus.FAILED, None, error="the run stalled: nothing can make progress",
-                          code="stalled")
-        self._finish(RunStatus.FAILED, "the run stalled: no step is ready or in flight", "stalled")
 
     def _finish_run(self) -> None:
         state = self.state
@@ -696,12 +516,6 @@ class Interpreter:
                 unresolved[k] -= 1
                 if unresolved[k] == 0:
                     candidates.append(k)
-
-
-class _StepError(Exception):
-    def __init__(self, code: str, message: str):
-        self.code = code
-        super().__init__(message)
 
 
 def _is_active(st: StepState) -> bool:

@@ -153,3 +153,20 @@ def test_a_checkpoint_of_another_version_of_the_state_format_is_refused():
     saved["version"] = 99
     with pytest.raises(ValueError, match="state version"):
         Interpreter.restore(driver.workflow, saved)
+
+
+def test_a_run_that_can_make_no_progress_fails_stalled():
+    # Validation rejects cycles, so a stall needs a graph built around it: a and b wait on each other.
+    from engine.workflow import Workflow
+
+    valid = Driver("name: s\nsteps:\n  - {id: a, agent: mock, command: x}\n  - {id: b, agent: mock, command: x}\n"
+                   "  - {id: c, agent: mock, command: x}\n").workflow
+    valid.steps[0].deps, valid.steps[1].deps = ("b",), ("a",)
+    machine = Interpreter.new(Workflow(valid.document, valid.steps), run_id="stuck")
+    from engine.interpreter import RunStarted, StepFinished
+
+    assert dispatched(machine.advance(RunStarted(at=1.0))) == ["c"]
+    commands = machine.advance(StepFinished("c", 1, True, 0, {}, "", at=2.0))
+    finish = of(commands, FinishRun)[0]
+    assert (finish.status, finish.error_code) == ("failed", "stalled")
+    assert {machine.state.steps[s].error_code for s in ("a", "b")} == {"stalled"}

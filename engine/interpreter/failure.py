@@ -1,0 +1,134 @@
+"""Failure handling of the interpreter (spec section 8): retry, escalate, skip, halt, fail_fast, stall.
+
+A mixin of Interpreter, kept apart because it is one concern: what happens
+after an attempt fails. It uses the machine's bookkeeping (`_set`, `_timer`,
+`_request`, `_queue`) and state.
+"""
+
+from __future__ import annotations
+
+from engine.interpreter import commands as cmd
+from engine.interpreter.state import RunStatus, StepStatus, Wait
+
+NOT_RETRIED = frozenset({"template_error", "condition_error", "input_missing", "rejected"})
+ESCALATION_OPTIONS = ("retry", "skip", "abort")
+TERMINAL = StepStatus.TERMINAL
+RUNNING, PENDING, WAITING = StepStatus.RUNNING, StepStatus.PENDING, StepStatus.WAITING
+
+
+class FailureHandling:
+    def _fail(self, i: int, code: str, message: str, timed_out: bool) -> None:
+        """An attempt failed: retry, escalate, skip or halt (spec section 8)."""
+        spec, st = self._specs[i], self._st[i]
+        final = StepStatus.TIMED_OUT if timed_out else StepStatus.FAILED
+        policy = spec.policy
+        if self.state.halted:
+            if policy.terminal == "skip":
+                self._skip_by_policy(i, message, code)
+            else:
+                self._set(i, final, None, error=message, code=code)
+                if spec.fail_fast:
+                    self._cancel_in_flight()
+            return
+        if code not in NOT_RETRIED and st.retries < policy.max_retries:
+            st.retries += 1
+            delay = policy.delay(st.retries)
+            if code == "loop_exhausted":
+                st.iteration = 0
+            if delay > 0:
+                self._set(i, PENDING, Wait.RETRY, error=message, code=code)
+                self._timer(i, delay, "retry")
+            else:
+                st.error, st.error_code = message, code
+                self._queue(i)
+            return
+        if policy.terminal == "skip":
+            self._skip_by_policy(i, message, code)
+        elif policy.terminal == "escalate" and not st.escalated and code not in NOT_RETRIED:
+            self._set(i, WAITING, Wait.ESCALATION, error=message, code=code)
+            self._request(i, "escalation", ESCALATION_OPTIONS,
+                          f"step {self._ids[i]!r} failed after {st.attempt} attempts: {message}")
+        else:
+            self._set(i, final, None, error=message, code=code)
+            self._halt(i)
+
+    def _skip_by_policy(self, i: int, message: str | None = None, code: str | None = None) -> None:
+        st = self._st[i]
+        st.outputs = {"_skipped": True}
+        self._outputs[self._ids[i]] = st.outputs
+        self._set(i, StepStatus.SKIPPED, None, error=message or st.error, code=code or st.error_code)
+
+    def _halt(self, i: int) -> None:
+        """The run dispatches nothing new but `all_done` steps; settle what never started."""
+        state = self.state
+        first = not state.halted
+        if first:
+            state.halted = True
+            state.error = f"step {self._ids[i]!r} failed: {self._st[i].error}"
+            state.error_code = self._st[i].error_code
+        if self._specs[i].fail_fast:
+            self._cancel_in_flight()
+        if not first:
+            return
+        for j, st in enumerate(self._st):
+            if st.status in TERMINAL or (st.status == RUNNING and st.wait is None):
+                continue
+            if st.wait == Wait.ESCALATION or (st.attempt > 0 and st.wait in (Wait.RETRY, Wait.QUEUED)):
+                self._expire_approvals(j)
+                self._set(j, StepStatus.FAILED, None, error=st.error, code=st.error_code)
+            elif st.wait in (Wait.APPROVAL, Wait.HOLD, Wait.GATE_RETRY, Wait.REDISPATCH):
+                self._stop(j, "run_halted", "the run halted")
+        failed = [j for j, st in enumerate(self._st) if st.status in StepStatus.FAILED_LIKE]
+        tainted = set()
+        stack = list(failed)
+        while stack:
+            for k in self._dependents[stack.pop()]:
+                if k not in tainted:
+                    tainted.add(k)
+                    stack.append(k)
+        for j in sorted(range(len(self._st)), key=self._ids.__getitem__):
+            st = self._st[j]
+            if st.status == PENDING and st.attempt == 0 and self._specs[j].trigger_rule != "all_done":
+                if j in tainted:
+                    self._set(j, StepStatus.FAILED, None, error="blocked by upstream failure", code="upstream_failed")
+                else:
+                    self._set(j, StepStatus.CANCELLED, None, error="the run halted", code="run_halted")
+
+    def _settle_after_halt(self, i: int) -> None:
+        ancestors_failed = any(self._st[d].status in StepStatus.FAILED_LIKE or
+                               self._st[d].error_code == "upstream_failed" for d in self._deps[i])
+        if ancestors_failed:
+            self._set(i, StepStatus.FAILED, None, error="blocked by upstream failure", code="upstream_failed")
+        else:
+            self._set(i, StepStatus.CANCELLED, None, error="the run halted", code="run_halted")
+
+    def _cancel_in_flight(self) -> None:
+        for j, st in enumerate(self._st):
+            if st.status in TERMINAL or (st.status == PENDING and st.attempt == 0 and st.wait is None):
+                continue
+            if st.status == PENDING and st.wait == Wait.QUEUED and st.attempt == 0:
+                continue  # never started: settled by the halt rule
+            self._stop(j, "cancelled_by_fail_fast", "cancelled: a parallel step failed (fail_fast)")
+
+    def _stop(self, i: int, code: str, message: str) -> None:
+        """End a non-final step as cancelled, stopping whatever it has in flight."""
+        st = self._st[i]
+        if st.status == RUNNING:
+            if st.wait == Wait.CHILD:
+                self._out.append(cmd.CancelChild(self._ids[i], code))
+            else:
+                self._out.append(cmd.CancelStep(self._ids[i], st.attempt, code))
+        self._expire_approvals(i)
+        self._set(i, StepStatus.CANCELLED, None, error=message, code=code)
+
+    def _expire_approvals(self, i: int) -> None:
+        for record in self.state.approvals:
+            if record["step"] == self._ids[i] and record["status"] == "pending":
+                record["status"] = "expired"
+
+    def _stall(self) -> None:
+        for i, st in enumerate(self._st):
+            if st.status not in TERMINAL:
+                self._set(i, StepStatus.FAILED, None, error="the run stalled: nothing can make progress",
+                          code="stalled")
+        self._finish(RunStatus.FAILED, "the run stalled: no step is ready or in flight", "stalled")
