@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from engine.graph import Graph  # noqa: E402
 from engine.interpreter import Dispatch, Interpreter, Options, RunStarted, StepFinished  # noqa: E402
 from engine.runner import LocalRunner  # noqa: E402
-from engine.validation import load_workflow  # noqa: E402
+from engine.validation import load_workflow, validate_source  # noqa: E402
+from engine.yamlload import MAX_BYTES  # noqa: E402
 
 
 def random_dag(steps: int, edges: int, seed: int) -> dict[str, list[str]]:
@@ -96,6 +97,24 @@ def mock_workflow_yaml(steps: int, seed: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def largest_workflow_yaml(seed: int) -> bytes:
+    """The mock workflow of mock_workflow_yaml with as many steps as fit in the 1 MiB bound."""
+    low, high = 1, 20_000
+    while low < high:  # the most steps whose document fits
+        middle = (low + high + 1) // 2
+        if len(mock_workflow_yaml(middle, seed).encode()) <= MAX_BYTES:
+            low = middle
+        else:
+            high = middle - 1
+    return mock_workflow_yaml(low, seed).encode()
+
+
+def validate(data: bytes):
+    report = validate_source(data)
+    assert report.valid, report.problems[:3]
+    return report
+
+
 def drive_interpreter(workflow) -> int:
     """Feed the interpreter directly: every dispatch succeeds at once. Returns steps completed."""
     interpreter = Interpreter.new(workflow, run_id="bench", options=Options(max_concurrency=16))
@@ -128,7 +147,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--edges", type=int, default=300_000)
     parser.add_argument("--run-steps", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
@@ -148,6 +167,13 @@ def main() -> int:
           f"{peak_memory(plan_graphlib_layers, graph) / 2**20:6.1f} MiB")
     print(f"  ratio engine / graphlib static_order: {t_ours / t_static:.2f}x "
           f"(target <= 2.00x); / get_ready loop: {t_ours / t_layers:.2f}x")
+
+    document = largest_workflow_yaml(args.seed)
+    t_validate = best_time(validate, document, args.repeat)
+    steps = len(validate(document).workflow.steps)
+    print(f"validate the largest document the bound allows ({len(document):,} bytes, {steps:,} steps):")
+    print(f"  validate_source              {t_validate * 1000:8.1f} ms  peak "
+          f"{peak_memory(validate, document) / 2**20:6.1f} MiB")
 
     workflow = load_workflow(mock_workflow_yaml(args.run_steps, args.seed))
     n = args.run_steps

@@ -119,10 +119,7 @@ def cmd_validate(args) -> int:
 def cmd_plan(args) -> int:
     report_, _ = _validate(args.file, _load_library(args.library))
     if not report_.valid:
-        if args.json:
-            _print_json(report_.to_json())
-        else:
-            _print_problems(args.file, report_)
+        _print_invalid(args, report_)
         return EXIT_INVALID
     layers = report_.workflow.layers()
     if args.json:
@@ -137,10 +134,7 @@ def cmd_run(args) -> int:
     library = _load_library(args.library)
     report_, _ = _validate(args.file, library)
     if not report_.valid:
-        if args.json:
-            _print_json(report_.to_json())
-        else:
-            _print_problems(args.file, report_)
+        _print_invalid(args, report_)
         return EXIT_INVALID
     workflow = report_.workflow
     if workflow.unresolved_library:
@@ -232,6 +226,13 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
 def _print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
+
+
+def _print_invalid(args, report_: Report) -> None:
+    if args.json:
+        _print_json(report_.to_json())
+    else:
+        _print_problems(args.file, report_)
 
 
 def _print_problems(path: str, report_: Report) -> None:
