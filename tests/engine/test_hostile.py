@@ -289,3 +289,14 @@ def test_a_document_with_too_many_problems_lists_the_first_thousand_and_counts_t
     summary = report.problems[-1]
     assert (summary.code, summary.line) == ("unknown_key", None)
     assert "3,999 more problems" in summary.message
+
+
+CONFORMANCE = ROOT.parent / "shared" / "conformance" / "cases"
+CONFORMANCE_HOSTILE = {"validate_alias_bomb": "alias_limit", "validate_too_deep": "too_deep",
+                       "validate_duplicate_keys": "yaml_error", "validate_non_mapping_root": "not_a_mapping"}
+
+
+@pytest.mark.parametrize("case", sorted(CONFORMANCE_HOSTILE))
+def test_every_hostile_conformance_case_gets_its_problem_in_time_and_in_bounded_memory(case):
+    data = (CONFORMANCE / f"{case}.yaml").read_bytes()
+    validate_within_bounds(data, CONFORMANCE_HOSTILE[case], BOMB_MEMORY)
