@@ -144,8 +144,9 @@ def cmd_run(args) -> int:
     raw_args = _pairs(args.arg, "--arg")
     decisions = _pairs(args.decide, "--decide")
     for step, decision in decisions.items():
-        if step not in workflow.by_id:
-            raise UsageError(f"--decide {step}={decision}: the workflow has no step {step!r}")
+        if step not in workflow.by_id:  # spec 13: a decision for an approval never requested is ignored
+            print(f"python -m engine: note: --decide {step}={decision} is ignored: the workflow has no step "
+                  f"{step!r}", file=sys.stderr)
         if decision not in DECISIONS:
             raise UsageError(f"--decide {step}={decision}: the decision must be one of {', '.join(DECISIONS)}")
     try:

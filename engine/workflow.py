@@ -29,7 +29,7 @@ class FailurePolicy:
             wait = self.backoff_s * (2 ** min(retry - 1, 62))
         else:
             wait = self.backoff_s
-        return min(wait, self.max_backoff_s) if self.max_backoff_s else wait
+        return min(wait, self.max_backoff_s)
 
 
 _ALIASES = {"fail": "halt", "continue": "skip"}

@@ -2,7 +2,7 @@
 
 A mixin of Interpreter, kept apart because it is one concern: what happens
 after an attempt fails. It uses the machine's bookkeeping (`_set`, `_timer`,
-`_request`, `_queue`) and state.
+`_request`, `_launch`) and state.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 from engine.interpreter import commands as cmd
 from engine.interpreter.state import RunStatus, StepStatus, Wait
 
-NOT_RETRIED = frozenset({"template_error", "condition_error", "input_missing", "rejected"})
+# Failures that would repeat exactly on another attempt (spec 13 names template_error).
+NOT_RETRIED = frozenset({"template_error", "condition_error", "input_missing"})
 ESCALATION_OPTIONS = ("retry", "skip", "abort")
 TERMINAL = StepStatus.TERMINAL
 RUNNING, PENDING, WAITING = StepStatus.RUNNING, StepStatus.PENDING, StepStatus.WAITING
@@ -40,7 +41,7 @@ class FailureHandling:
                 self._timer(i, delay, "retry")
             else:
                 st.error, st.error_code = message, code
-                self._queue(i)
+                self._launch(i)
             return
         if policy.terminal == "skip":
             self._skip_by_policy(i, message, code)
@@ -52,6 +53,13 @@ class FailureHandling:
             self._set(i, final, None, error=message, code=code)
             self._halt(i)
 
+    def _end_failed(self, i: int) -> None:
+        """End a step with its last failure: timed_out if that attempt timed out (spec 13), else failed."""
+        st = self._st[i]
+        self._expire_approvals(i)
+        status = StepStatus.TIMED_OUT if st.error_code == "timeout" else StepStatus.FAILED
+        self._set(i, status, None, error=st.error, code=st.error_code)
+
     def _skip_by_policy(self, i: int, message: str | None = None, code: str | None = None) -> None:
         st = self._st[i]
         st.outputs = {"_skipped": True}
@@ -59,7 +67,13 @@ class FailureHandling:
         self._set(i, StepStatus.SKIPPED, None, error=message or st.error, code=code or st.error_code)
 
     def _halt(self, i: int) -> None:
-        """The run dispatches nothing new but `all_done` steps; settle what never started."""
+        """The run dispatches nothing new but `all_done` steps (spec 8 and 13).
+
+        People are no longer asked (pending approvals expire), steps waiting to
+        retry end with their last failure, in-flight attempts finish (or are
+        cancelled under fail_fast), and once nothing is in flight the steps that
+        never started are settled.
+        """
         state = self.state
         first = not state.halted
         if first:
@@ -74,33 +88,37 @@ class FailureHandling:
             if st.status in TERMINAL or (st.status == RUNNING and st.wait is None):
                 continue
             if st.wait == Wait.ESCALATION or (st.attempt > 0 and st.wait in (Wait.RETRY, Wait.QUEUED)):
-                self._expire_approvals(j)
-                self._set(j, StepStatus.FAILED, None, error=st.error, code=st.error_code)
+                self._end_failed(j)
             elif st.wait in (Wait.APPROVAL, Wait.HOLD, Wait.GATE_RETRY, Wait.REDISPATCH):
                 self._stop(j, "run_halted", "the run halted")
-        failed = [j for j, st in enumerate(self._st) if st.status in StepStatus.FAILED_LIKE]
-        tainted = set()
-        stack = list(failed)
+
+    def _settle_when_idle(self) -> bool:
+        """Once no step is in flight (cleanup steps aside), settle every never-started step but `all_done` ones.
+
+        A step that depends, directly or not, on a failed or timed-out step
+        ends `failed` (`upstream_failed`), any other `cancelled` (`run_halted`).
+        Returns whether any step was settled.
+        """
+        specs = self._specs
+        if any(st.status == RUNNING and specs[j].trigger_rule != "all_done" for j, st in enumerate(self._st)):
+            return False  # in-flight steps finish first; cleanup (all_done) steps do not hold it back
+        waiting = [j for j, st in enumerate(self._st)
+                   if st.status == PENDING and st.attempt == 0 and self._specs[j].trigger_rule != "all_done"]
+        if not waiting:
+            return False
+        tainted: set[int] = set()
+        stack = [j for j, st in enumerate(self._st) if st.status in StepStatus.FAILED_LIKE]
         while stack:
             for k in self._dependents[stack.pop()]:
                 if k not in tainted:
                     tainted.add(k)
                     stack.append(k)
-        for j in sorted(range(len(self._st)), key=self._ids.__getitem__):
-            st = self._st[j]
-            if st.status == PENDING and st.attempt == 0 and self._specs[j].trigger_rule != "all_done":
-                if j in tainted:
-                    self._set(j, StepStatus.FAILED, None, error="blocked by upstream failure", code="upstream_failed")
-                else:
-                    self._set(j, StepStatus.CANCELLED, None, error="the run halted", code="run_halted")
-
-    def _settle_after_halt(self, i: int) -> None:
-        ancestors_failed = any(self._st[d].status in StepStatus.FAILED_LIKE or
-                               self._st[d].error_code == "upstream_failed" for d in self._deps[i])
-        if ancestors_failed:
-            self._set(i, StepStatus.FAILED, None, error="blocked by upstream failure", code="upstream_failed")
-        else:
-            self._set(i, StepStatus.CANCELLED, None, error="the run halted", code="run_halted")
+        for j in sorted(waiting, key=self._ids.__getitem__):
+            if j in tainted:
+                self._set(j, StepStatus.FAILED, None, error="blocked by upstream failure", code="upstream_failed")
+            else:
+                self._set(j, StepStatus.CANCELLED, None, error="the run halted", code="run_halted")
+        return True
 
     def _cancel_in_flight(self) -> None:
         for j, st in enumerate(self._st):

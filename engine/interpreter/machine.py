@@ -225,11 +225,11 @@ class Interpreter(FailureHandling):
                 self._fail(i, "rejected", _decided("rejected the governance hold", event.by), False)
         elif event.decision == "retry":
             st.escalated = True
-            self._queue(i)
+            self._launch(i)
         elif event.decision == "skip":
             self._skip_by_policy(i)
         else:
-            self._set(i, StepStatus.FAILED, None, error=st.error, code=st.error_code)
+            self._end_failed(i)
             self._halt(i)
 
     def _on_timer_fired(self, event: ev.TimerFired) -> None:
@@ -243,7 +243,10 @@ class Interpreter(FailureHandling):
         st.timer = None
         purpose = timer["purpose"]
         if purpose == "timeout" and st.status == RUNNING:
-            self._out.append(cmd.CancelStep(self._ids[i], st.attempt, "timeout"))
+            if st.wait == Wait.CHILD:
+                self._out.append(cmd.CancelChild(self._ids[i], "timeout"))
+            else:
+                self._out.append(cmd.CancelStep(self._ids[i], st.attempt, "timeout"))
             self._fail(i, "timeout", f"timed out after {_seconds(timer['seconds'])}", True)
         elif purpose == "approval_timeout" and st.status == WAITING:
             for record in self.state.approvals:
@@ -251,8 +254,7 @@ class Interpreter(FailureHandling):
                     record["status"] = "expired"
             self._fail(i, "timeout", f"no decision within {_seconds(timer['seconds'])}", True)
         elif purpose == "retry" and st.wait == Wait.RETRY:
-            self._set(i, PENDING, Wait.QUEUED, error=st.error, code=st.error_code)
-            heapq.heappush(self._ready, (self._ids[i], i))
+            self._launch(i)
         elif purpose == "gate_retry" and st.wait == Wait.GATE_RETRY:
             self._set(i, PENDING, Wait.REDISPATCH, error=st.error, code=st.error_code)
             heapq.heappush(self._ready, (self._ids[i], i))
@@ -278,7 +280,19 @@ class Interpreter(FailureHandling):
     # -- the loop: decide ready steps, dispatch, finish -----------------------
 
     def _pump(self) -> None:
-        """Decide every step whose dependencies are final (sorted by id), then fill free slots."""
+        """Decide every step whose dependencies are final (sorted by id), filling free slots as it goes."""
+        if self.state.halted:
+            self._settle_when_idle()  # spec 13: settle first, then all_done steps run
+        self._decide_ready()
+        if self.state.halted and self._settle_when_idle():
+            self._decide_ready()  # settled steps make all_done steps ready
+        if self.state.status == RunStatus.RUNNING:
+            if self._open == 0:
+                self._finish_run()
+            elif self._active == 0:
+                self._stall()
+
+    def _decide_ready(self) -> None:
         while True:
             if self._candidates:
                 batch = sorted(self._candidates, key=self._ids.__getitem__)
@@ -286,26 +300,15 @@ class Interpreter(FailureHandling):
                 for i in batch:
                     if self._st[i].status == PENDING and self._st[i].wait is None:
                         self._decide(i)
-            limit = self.state.options.max_concurrency
-            while self._ready and self._slots < limit:
-                _, i = heapq.heappop(self._ready)
-                st = self._st[i]
-                if st.status == PENDING and st.wait in _READY_WAITS:
-                    self._dispatch(i)
+            self._fill_slots()
             if not self._candidates:
                 break
-        if self.state.status == RunStatus.RUNNING:
-            if self._open == 0:
-                self._finish_run()
-            elif self._active == 0:
-                self._stall()
 
     def _decide(self, i: int) -> None:
         spec = self._specs[i]
         rule = spec.trigger_rule
         if self.state.halted and rule != "all_done":
-            self._settle_after_halt(i)
-            return
+            return  # never started: settled by the halt rule once nothing is in flight
         verdict = triggers.decide(rule, (self._st[d].status for d in self._deps[i]))
         if verdict == triggers.SKIP:
             self._set(i, StepStatus.SKIPPED, None)
@@ -325,16 +328,27 @@ class Interpreter(FailureHandling):
             if not holds:
                 self._set(i, StepStatus.SKIPPED, None)
                 return
-        if spec.kind == "approval":
+        self._launch(i)
+
+    def _launch(self, i: int) -> None:
+        """Start a new attempt of a step, whatever its kind (first run and retries alike)."""
+        kind = self._specs[i].kind
+        if kind == "approval":
             self._start_approval(i)
-        elif spec.kind == "subworkflow":
+        elif kind == "subworkflow":
             self._start_child(i)
         else:
-            self._queue(i)
+            self._set(i, PENDING, Wait.QUEUED, error=self._st[i].error, code=self._st[i].error_code)
+            heapq.heappush(self._ready, (self._ids[i], i))
+            self._fill_slots()  # dispatch in id order with the approvals and children decided beside it
 
-    def _queue(self, i: int) -> None:
-        self._set(i, PENDING, Wait.QUEUED, error=self._st[i].error, code=self._st[i].error_code)
-        heapq.heappush(self._ready, (self._ids[i], i))
+    def _fill_slots(self) -> None:
+        limit = self.state.options.max_concurrency
+        while self._ready and self._slots < limit:
+            _, i = heapq.heappop(self._ready)
+            st = self._st[i]
+            if st.status == PENDING and st.wait in _READY_WAITS:
+                self._dispatch(i)
 
     def _dispatch(self, i: int) -> None:
         spec, st = self._specs[i], self._st[i]
@@ -397,6 +411,8 @@ class Interpreter(FailureHandling):
             return
         ref = spec.model.ref
         self._out.append(cmd.StartChild(self._ids[i], st.attempt, ref.name, ref.version, args))
+        if spec.model.timeout is not None:  # a child run may rightly take long: only an explicit timeout
+            self._timer(i, spec.model.timeout_s, "timeout")
 
     def _request(self, i: int, kind: str, options: tuple, message: str, approvers: tuple = ()) -> None:
         state = self.state

@@ -31,7 +31,7 @@ def dispatch_values(spec: StepSpec, scope: Scope, shell_agents: tuple[str, ...])
     inputs = {}
     for binding in spec.inputs:
         value = scope.resolve(binding.path.dollar, binding.path.segments)
-        if value is MISSING or value is None:
+        if value is MISSING:  # a path that resolves to null is a value (spec 13), not a missing input
             if binding.required:
                 raise StepFailure("input_missing", f"input {binding.name!r} ({binding.path.text()}) did not resolve")
             continue

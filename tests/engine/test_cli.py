@@ -292,7 +292,7 @@ def test_bad_arguments_exit_2_before_anything_runs(tmp_path, argv):
     assert "status" not in json.loads(result.stdout)
 
 
-@pytest.mark.parametrize("decide", ["gate", "=approve", "nope=approve", "gate=maybe", "gate=retry", "gate=skip"])
+@pytest.mark.parametrize("decide", ["gate", "=approve", "gate=maybe", "gate=retry", "gate=skip"])
 def test_a_bad_decide_exits_2(tmp_path, decide):
     result = engine("run", write(tmp_path, "w.yaml", GATED), "--fast", "--json", "--decide", decide)
     assert result.returncode == 2
@@ -313,6 +313,14 @@ def test_a_decide_for_an_approval_that_is_never_requested_is_ignored(tmp_path):
     code, run = engine_json("run", path, "--fast", "--decide", "gate=approve", "--decide", "work=approve")
     assert code == 0 and run["status"] == "completed"
     assert run["steps"]["gate"]["status"] == "skipped" and run["approvals"] == []
+
+
+def test_a_decide_for_a_step_the_workflow_does_not_have_is_ignored_with_a_note(tmp_path):
+    result = engine("run", write(tmp_path, "w.yaml", GATED), "--fast", "--json", "--decide", "gate=approve",
+                    "--decide", "gaet=approve")
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["status"] == "completed"
+    assert "gaet=approve is ignored" in result.stderr
 
 
 # -- library steps and sub-workflows --------------------------------------------------

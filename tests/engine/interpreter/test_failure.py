@@ -167,11 +167,12 @@ def test_halt_settles_never_started_steps_and_lets_in_flight_ones_finish():
     commands = driver.fail("boom")
     assert of(commands, CancelStep) == []  # wait_all: the in-flight step goes on
     assert driver.status("slow") == "running"
+    # spec 8: in-flight steps finish; *then* the never-started steps are settled
+    assert {driver.status(s) for s in ("after_slow", "after_boom", "two_hops", "finally")} == {"pending"}
+    commands = driver.ok("slow")
     assert (driver.status("after_slow"), driver.step("after_slow").error_code) == ("cancelled", "run_halted")
     assert driver.step("after_boom").error_code == "upstream_failed"
     assert driver.step("two_hops").error_code == "upstream_failed"
-    assert driver.status("finally") == "pending"
-    commands = driver.ok("slow")
     assert dispatched(commands) == ["finally"]
     commands = driver.ok("finally")
     assert of(commands, FinishRun)[0].status == "failed"

@@ -41,6 +41,8 @@ def workflows(draw):
                 step["loop"] = {"max_iterations": draw(st.integers(1, 3)), "until": "iteration >= 2"}
             step["mock"] = mock
         policy = draw(st.sampled_from(POLICIES))
+        if "approval" in step and policy == "retry_once_then_escalate":
+            policy = "retry_once"  # one --decide per step cannot answer both the approval and its escalation
         if policy == "block":
             step["retry"] = {"max_retries": draw(st.integers(0, 3)), "backoff_s": draw(st.sampled_from([0, 1, 2]))}
             step["on_failure"] = draw(st.sampled_from(["halt", "skip"]))
