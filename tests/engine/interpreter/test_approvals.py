@@ -184,3 +184,20 @@ def test_decisions_arrive_as_events_and_replay_like_any_other():
     driver.ok("prepare", {"amount": 1})
     event = ApprovalDecided("gate", "approve", by="dan", comment="fine", at=driver.now)
     assert ApprovalDecided(**{k: v for k, v in event.to_json().items() if k != "type"}) == event
+
+
+def test_an_approval_step_retried_after_its_timeout_asks_for_approval_again():
+    # Spec 8: "`retry_once` | one more attempt"; spec 2: "`approval` | `required` -> an approval
+    # step (no agent, no command)". Another attempt of an approval step is a new approval request,
+    # not a dispatch to an agent.
+    driver = Driver("""
+        name: gated
+        steps:
+          - {id: gate, approval: required, timeout: 10, on_failure: retry_once}
+    """)
+    timer = next(t for t in of(driver.start(), ScheduleTimer) if t.step == "gate")
+    commands = driver.fire(timer)
+    assert of(commands, Dispatch) == []
+    assert [r.kind for r in of(commands, RequestApproval)] == ["approval"]
+    assert driver.status("gate") == "waiting"
+    assert [a["status"] for a in driver.machine.state.approvals] == ["expired", "pending"]

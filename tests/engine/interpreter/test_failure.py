@@ -266,3 +266,86 @@ def test_a_failure_in_a_halted_run_is_not_retried():
     commands = driver.feed(StepFinished("a", 1, False, 0, None, "", "also broken", at=driver.now))
     assert of(commands, ScheduleTimer) == [] and of(commands, Dispatch) == []
     assert driver.status("a") == "failed"
+
+
+def test_a_dependent_of_an_in_flight_step_that_fails_after_the_halt_ends_upstream_failed():
+    # Spec 8, halt: "in-flight steps finish (`wait_all`) ...; then every step that never started ends
+    # `failed` with code `upstream_failed` if it depends, directly or not, on a failed step, else
+    # `cancelled` with code `run_halted`". Spec 13: "Only a failed or timed-out ancestor gives
+    # `upstream_failed`". `after_slow` depends on `slow`, which failed.
+    result = run_fast("""
+        name: halt_late
+        steps:
+          - {id: slow, agent: mock, command: x, mock: {delay_s: 5, fail_times: 1}}
+          - {id: boom, agent: mock, command: x, mock: {fail_times: 1}}
+          - {id: after_slow, agent: mock, command: x, depends_on: [slow]}
+    """)
+    assert result["steps"]["slow"]["status"] == "failed"
+    after = result["steps"]["after_slow"]
+    assert (after["status"], after["error_code"]) == ("failed", "upstream_failed")
+
+
+def test_a_dependent_of_an_in_flight_step_that_times_out_after_the_halt_ends_upstream_failed():
+    # Same sentences as above; spec 13: "`timed_out` counts as failed everywhere (policies, propagation)."
+    # `after_slow` depends on `slow`, which timed out after `boom` halted the run.
+    driver = Driver("""
+        name: halt_late
+        steps:
+          - {id: slow, agent: mock, command: x, timeout: 10}
+          - {id: boom, agent: mock, command: x}
+          - {id: after_slow, agent: mock, command: x, depends_on: [slow]}
+    """)
+    timer = next(t for t in of(driver.start(), ScheduleTimer) if t.step == "slow")
+    driver.fail("boom")
+    driver.fire(timer)
+    assert driver.status("slow") == "timed_out"
+    after = driver.step("after_slow")
+    assert (after.status, after.error_code) == ("failed", "upstream_failed")
+
+
+def test_an_escalation_answered_abort_after_a_timed_out_attempt_ends_timed_out():
+    # Spec 13: "A step that times out on its last attempt ends `timed_out`, whatever retries came
+    # before." and "`timeout` (status `timed_out`)". Abort adds no attempt: the last one timed out.
+    result = run_fast("""
+        name: esc_timeout
+        steps:
+          - {id: work, agent: mock, command: x, timeout: 5, on_failure: retry_once_then_escalate,
+             mock: {timeout: true}}
+    """, decisions={"work": "abort"})
+    work = result["steps"]["work"]
+    assert (work["attempts"], work["error_code"]) == (2, "timeout")
+    assert work["status"] == "timed_out"
+
+
+def test_a_step_whose_last_attempt_timed_out_ends_timed_out_when_a_halt_ends_its_retry_wait():
+    # Spec 13: "A step that times out on its last attempt ends `timed_out`" and "`timeout` (status
+    # `timed_out`)". The step waits for its backoff after a timed-out attempt when another step halts
+    # the run; it gets no further attempt, so its last attempt is the one that timed out.
+    driver = Driver("""
+        name: halt_during_backoff
+        steps:
+          - {id: work, agent: mock, command: x, timeout: 5, on_failure: retry}
+          - {id: boom, agent: mock, command: x}
+    """)
+    timer = next(t for t in of(driver.start(), ScheduleTimer) if t.step == "work")
+    driver.fire(timer)
+    assert (driver.status("work"), driver.step("work").wait) == ("pending", "retry")
+    driver.fail("boom")
+    work = driver.step("work")
+    assert work.error_code == "timeout"
+    assert work.status == "timed_out"
+
+
+def test_a_retry_block_with_a_zero_backoff_cap_retries_without_waiting():
+    # Spec 2: "`retry` | general form: `{max_retries: N, backoff_s: 1, strategy: exponential|fixed,
+    # max_backoff_s: 60}`"; spec 13: "A `retry:` block defaults to backoff 1 s, exponential, at most
+    # 60 s." `max_backoff_s` is the most a backoff may be; an explicit 0 caps it at 0 s.
+    driver = Driver("""
+        name: capped
+        steps:
+          - {id: work, agent: mock, command: x, retry: {max_retries: 2, backoff_s: 5, max_backoff_s: 0}}
+    """)
+    driver.start()
+    commands = driver.fail("work")
+    assert [t for t in of(commands, ScheduleTimer) if t.purpose == "retry"] == []
+    assert [(c.step, c.attempt) for c in of(commands, Dispatch)] == [("work", 2)]

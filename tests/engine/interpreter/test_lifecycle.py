@@ -5,7 +5,8 @@ import json
 import pytest
 
 from engine.interpreter import (
-    CancelChild, CancelRequested, CancelStep, ChildFinished, Dispatch, FinishRun, Interpreter, StartChild,
+    CancelChild, CancelRequested, CancelStep, ChildFinished, Dispatch, FinishRun, Interpreter, ScheduleTimer,
+    StartChild,
 )
 
 from tests.engine.interpreter.support import Driver, checkpoint, dispatched, of, run_fast
@@ -170,3 +171,40 @@ def test_a_run_that_can_make_no_progress_fails_stalled():
     finish = of(commands, FinishRun)[0]
     assert (finish.status, finish.error_code) == ("failed", "stalled")
     assert {machine.state.steps[s].error_code for s in ("a", "b")} == {"stalled"}
+
+
+def test_a_sub_workflow_step_is_retried_by_starting_the_child_again():
+    # Spec 8: "`retry_once` | one more attempt; if it fails, `halt`".
+    # Spec 10: "[the parent step] fails (code `subworkflow_failed`) when [the child] fails."
+    # Another attempt of a sub-workflow step is another child run, never an agent dispatch
+    # (the step has no agent and no command).
+    driver = Driver("""
+        name: parent
+        steps:
+          - {id: sub, workflow_ref: child_flow, on_failure: retry_once}
+    """)
+    assert len(of(driver.start(), StartChild)) == 1
+    commands = driver.feed(ChildFinished("sub", 1, "failed", error="child broke", at=driver.now))
+    assert of(commands, Dispatch) == []
+    assert [(c.step, c.attempt) for c in of(commands, StartChild)] == [("sub", 2)]
+    driver.feed(ChildFinished("sub", 2, "failed", error="child broke again", at=driver.now))
+    sub = driver.step("sub")
+    assert (sub.status, sub.error_code, sub.attempt) == ("failed", "subworkflow_failed", 2)
+
+
+def test_a_sub_workflow_step_with_an_explicit_timeout_times_out():
+    # Spec 2: "`timeout` | seconds (number) or `"90s"`, `"5m"`, `"1h"`; default from settings" (a step
+    # field, with no exception for sub-workflow steps); spec 10: "Cancelling the parent cancels the
+    # child."; spec 13: "A step that times out on its last attempt ends `timed_out`".
+    driver = Driver("""
+        name: parent
+        steps:
+          - {id: sub, workflow_ref: slow_child, timeout: 5}
+    """)
+    commands = driver.start()
+    assert len(of(commands, StartChild)) == 1
+    timers = [t for t in of(commands, ScheduleTimer) if t.step == "sub"]
+    assert [t.fire_at - driver.now for t in timers] == [5.0]
+    commands = driver.fire(timers[0])
+    assert of(commands, CancelChild) != []
+    assert driver.status("sub") == "timed_out"

@@ -220,3 +220,18 @@ def test_stdin_is_the_upstream_stdout_or_value_as_text():
 def test_a_run_that_only_skips_completes():
     result = run_fast("name: s\nsteps:\n  - {id: a, agent: mock, command: x, condition: 'false'}\n")
     assert result["status"] == "completed"
+
+
+def test_ready_approval_and_agent_steps_are_dispatched_in_id_order():
+    # Spec 4: "find ready steps (every dependency resolved), sorted by id; evaluate conditions;
+    # dispatch". FORMAT 4: "`dispatch_order`: ids in the order the steps were first dispatched";
+    # FORMAT 5: "The loop dispatches every ready step (sorted by id) before it applies any completion".
+    result = run_fast("""
+        name: order
+        steps:
+          - {id: a_work, agent: mock, command: x}
+          - {id: b_gate, approval: required}
+          - {id: c_work, agent: mock, command: x}
+    """, decisions={"b_gate": "approve"})
+    assert result["status"] == "completed"
+    assert result["dispatch_order"] == ["a_work", "b_gate", "c_work"]
