@@ -19,9 +19,9 @@ from typing import Any
 
 from engine.arguments import ArgumentsInvalid, resolve_args
 from engine.interpreter import Options
-from engine.problems import Problem
+from engine.problems import Problem, WorkflowInvalid
 from engine.runner import DECISIONS, DecisionMismatch, LocalRunner, log_command, report
-from engine.validation import Report, validate_source
+from engine.validation import Report, load_workflow, validate_source
 from engine.yamlload import YamlLoadError, load
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
@@ -181,9 +181,6 @@ def cmd_run(args) -> int:
 
 def _check_workflow_refs(path: Path, workflow, library) -> Problem | None:
     """Sub-workflows resolve as NAME.yaml beside the file; a cycle of references is an error."""
-    from engine.validation import load_workflow
-    from engine.problems import WorkflowInvalid
-
     base = path.resolve().parent
     loaded = {workflow.name: workflow}
     trail: list[str] = []

@@ -121,6 +121,7 @@ class _Validator:
         self.problems: list[Problem] = []
         self.warnings: list[Problem] = []
         self.steps: list[_StepCheck] = []
+        self.by_index: dict[int, _StepCheck] = {}  # by position in the file's `steps` list
         self.ids: dict[str, int] = {}
         self.hints_left = HINTS
         self.unlisted = 0
@@ -156,9 +157,9 @@ class _Validator:
     # -- the passes ------------------------------------------------------
 
     def run(self) -> Report:
-        self.check_strings()
         document = self.check_document()
         self.collect_steps()
+        self.check_strings()
         for check in self.steps:
             self.check_step_model(check)
         for check in self.steps:
@@ -184,12 +185,8 @@ class _Validator:
                 self.report("bad_type", "a NUL character is not allowed in any string", path, self.step_of(path))
 
     def step_of(self, path: tuple) -> _StepCheck | None:
-        if len(path) >= 2 and path[0] == "steps" and isinstance(path[1], int) and path[1] < len(self.steps):
-            return self.steps[path[1]]
-        if len(path) >= 2 and path[0] == "steps" and isinstance(path[1], int):
-            steps = self.root.get("steps")
-            if isinstance(steps, list) and path[1] < len(steps) and isinstance(steps[path[1]], dict):
-                return _StepCheck(steps[path[1]], path[1], _label(steps[path[1]]))
+        if len(path) >= 2 and path[0] == "steps":
+            return self.by_index.get(path[1])
         return None
 
     def known_keys(self, raw: dict, fields: frozenset, base: tuple, check: _StepCheck | None) -> dict:
@@ -233,6 +230,7 @@ class _Validator:
             raw = self.merge_library(raw, index)
             check = _StepCheck(raw, index, _label(raw))
             self.steps.append(check)
+            self.by_index[index] = check
         # Ids: the first occurrence of each valid id owns it.
         for check in self.steps:
             step_id = check.raw.get("id")
@@ -243,14 +241,10 @@ class _Validator:
                 self.report("bad_step_id", f"step id {step_id!r} must match ^[a-z][a-z0-9_]{{0,63}}$ "
                             "(snake_case, at most 64 characters)", path, check)
             elif step_id in self.ids:
-                first = self.steps_by_index(self.ids[step_id])
-                line = self.loaded.position(("steps", first.index, "id"))[0]
+                line = self.loaded.position(("steps", self.ids[step_id], "id"))[0]
                 self.report("duplicate_step_id", f"step id {step_id!r} is already used (line {line})", path, check)
             else:
                 self.ids[step_id] = check.index
-
-    def steps_by_index(self, index: int) -> _StepCheck:
-        return next(check for check in self.steps if check.index == index)
 
     def merge_library(self, raw: dict, index: int) -> dict:
         name = raw.get("library_step")
@@ -399,7 +393,7 @@ class _Validator:
         try:
             graph.layers()
         except CycleError as exc:
-            first = self.steps_by_index(self.ids[exc.cycle[0]])
+            first = self.by_index[self.ids[exc.cycle[0]]]
             self.report("cycle", str(exc), ("steps", first.index, "id"), first)
 
     # -- pydantic errors -------------------------------------------------

@@ -122,10 +122,8 @@ class FailureHandling:
 
     def _cancel_in_flight(self) -> None:
         for j, st in enumerate(self._st):
-            if st.status in TERMINAL or (st.status == PENDING and st.attempt == 0 and st.wait is None):
-                continue
-            if st.status == PENDING and st.wait == Wait.QUEUED and st.attempt == 0:
-                continue  # never started: settled by the halt rule
+            if st.status in TERMINAL or (st.status == PENDING and st.attempt == 0):
+                continue  # final, or never started: the halt rule settles it
             self._stop(j, "cancelled_by_fail_fast", "cancelled: a parallel step failed (fail_fast)")
 
     def _stop(self, i: int, code: str, message: str) -> None:

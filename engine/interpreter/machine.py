@@ -249,9 +249,7 @@ class Interpreter(FailureHandling):
                 self._out.append(cmd.CancelStep(self._ids[i], st.attempt, "timeout"))
             self._fail(i, "timeout", f"timed out after {_seconds(timer['seconds'])}", True)
         elif purpose == "approval_timeout" and st.status == WAITING:
-            for record in self.state.approvals:
-                if record["step"] == self._ids[i] and record["status"] == "pending":
-                    record["status"] = "expired"
+            self._expire_approvals(i)
             self._fail(i, "timeout", f"no decision within {_seconds(timer['seconds'])}", True)
         elif purpose == "retry" and st.wait == Wait.RETRY:
             self._launch(i)
