@@ -96,7 +96,6 @@ class LocalRunner:
         self._done: queue.Queue = queue.Queue()
         self._jobs: dict[tuple[str, int], threading.Event] = {}
         self._cancelled: set[tuple[str, int]] = set()
-        self._waiting_children = 0
         self._own_workdir = workdir is None
         self.workdir = workdir
         self._shell = ShellExecutor()
@@ -259,8 +258,7 @@ class LocalRunner:
                              depth=self.depth + 1)
         outcome = runner.run()
         if outcome.paused:
-            self._waiting_children += 1  # the parent stays in flight; the whole run ends paused
-            return
+            return  # the parent step stays in flight, so the whole run ends paused
         at = max(self.now, outcome.finished_at)
         self._push(at, ev.ChildFinished(command.step, command.attempt, outcome.state.status,
                                         outputs=dict(outcome.state.variables), error=outcome.state.error, at=at))
