@@ -39,7 +39,11 @@ class StepRequest:
 
 @dataclass(slots=True)
 class StepResult:
-    """What the agent produced. `error_code` "timeout" means the executor stopped it at its timeout."""
+    """What the agent produced. `error_code` "timeout" means the executor stopped it at its timeout.
+
+    `deferred` means the agent accepted the step and will report its result
+    later (an HTTP gateway's 202 and callback); the other fields are then unset.
+    """
 
     ok: bool
     outputs: dict[str, Any] | None = None
@@ -48,6 +52,12 @@ class StepResult:
     error_code: str | None = None
     tokens: int = 0
     cost: float = 0.0
+    deferred: bool = False
+
+    @classmethod
+    def accepted(cls) -> StepResult:
+        """The agent took the step; its result arrives by callback."""
+        return cls(ok=True, deferred=True)
 
     @classmethod
     def failure(cls, message: str, code: str = "agent_error", stdout: str = "") -> StepResult:
