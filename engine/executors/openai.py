@@ -1,0 +1,188 @@
+"""The `openai` agent: one chat completion from an OpenAI-compatible API per step call.
+
+The step's command (then its stdin and inputs) is the user message. A step
+that declares outputs asks for a strict JSON schema, and its reply must be a
+JSON object; usage becomes tokens and, from a price table, cost in USD. The
+API key never appears in a result: the API may echo it in an error message,
+so errors are scrubbed of it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from engine.executors.base import StepRequest, StepResult
+from engine.executors.httpcall import Reply, check_headers, check_url, post_json
+from engine.model import OutputSchema
+
+# USD per million tokens, (input, output), at the vendor's list prices.
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-nano": (0.10, 0.40),
+}
+_ERROR_CHARS = 300
+_SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def output_json_schema(schema: OutputSchema) -> dict[str, Any]:
+    """The JSON schema of one declared output.
+
+    An untyped output is asked for as a string (the engine's default type);
+    an optional one may be null, strict mode's way of saying "may be absent".
+    """
+    prop: dict[str, Any] = {"type": schema.type or "string"}
+    if schema.type == "array" and schema.items is not None:
+        prop["items"] = {"type": schema.items.type}
+    if schema.enum is not None:
+        prop["enum"] = list(schema.enum)
+    if not schema.required:
+        prop["type"] = [prop["type"], "null"]
+        if "enum" in prop:
+            prop["enum"].append(None)
+    return prop
+
+
+def response_format(request: StepRequest) -> dict[str, Any] | None:
+    """The `response_format` asking for the step's outputs, or None when it declares none."""
+    outputs = request.spec.outputs
+    if not outputs:
+        return None
+    return {"type": "json_schema", "json_schema": {
+        "name": _SCHEMA_NAME.sub("_", request.step)[:64] or "outputs",
+        "strict": True,
+        "schema": {"type": "object", "properties": {name: output_json_schema(s) for name, s in outputs.items()},
+                   "required": list(outputs), "additionalProperties": False},
+    }}
+
+
+def user_message(request: StepRequest) -> str:
+    """The command, then the stdin after a blank line, then the inputs as one line of JSON."""
+    text = request.command
+    if request.stdin:
+        text += "\n\n" + request.stdin
+    if request.inputs:
+        text += "\n\nInputs (JSON): " + json.dumps(request.inputs, ensure_ascii=False, sort_keys=True)
+    return text
+
+
+class OpenAIExecutor:
+    """Calls `{base_url}/chat/completions` of an OpenAI-compatible API.
+
+    Args:
+        base_url: such as "https://api.openai.com/v1".
+        model: the model asked for, and the key of its price.
+        api_key: sent as a Bearer token; None (or "") sends no Authorization header.
+        prices: USD per million (input, output) tokens by model; None means `DEFAULT_PRICES`.
+            A model without a price costs 0.0.
+        system_prompt: sent as a system message before the user message.
+
+    Raises:
+        ValueError: a base URL that is not absolute http(s), or a key that cannot be sent in a header.
+    """
+
+    def __init__(self, base_url: str, model: str, *, api_key: str | None,
+                 prices: Mapping[str, tuple[float, float]] | None = None, system_prompt: str | None = None):
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        check_url(self.url)
+        self.model = model
+        self._key = api_key or None
+        self._headers = check_headers({"Authorization": f"Bearer {api_key}"} if self._key else {})
+        self.prices = dict(DEFAULT_PRICES if prices is None else prices)
+        self.system_prompt = system_prompt
+
+    def __repr__(self) -> str:
+        return f"OpenAIExecutor(url={self.url!r}, model={self.model!r})"
+
+    def payload(self, request: StepRequest) -> dict[str, Any]:
+        """The chat completion request for `request`."""
+        messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        messages.append({"role": "user", "content": user_message(request)})
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
+        if (wanted := response_format(request)) is not None:
+            body["response_format"] = wanted
+        return body
+
+    def execute(self, request: StepRequest, cancel: threading.Event) -> StepResult:
+        """Ask the model once.
+
+        Returns:
+            The reply as stdout (and outputs when declared) with tokens and
+            cost; or a failure with error_code "agent_error",
+            "gateway_unreachable", "timeout" or "cancelled".
+        """
+        reply = post_json(self.url, self.payload(request), headers=self._headers, timeout_s=request.timeout_s,
+                          cancel=cancel)
+        result = reply if isinstance(reply, StepResult) else self._read(reply, request)
+        if self._key and result.error and self._key in result.error:
+            result.error = result.error.replace(self._key, "[api key]")
+        return result
+
+    def _read(self, reply: Reply, request: StepRequest) -> StepResult:
+        try:
+            body = json.loads(reply.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            body = None
+        if not 200 <= reply.status < 300:
+            return StepResult.failure(f"the model API answered HTTP {reply.status}{_error_detail(body, reply)}")
+        if not isinstance(body, dict):
+            return StepResult.failure("the model API's reply is not a JSON object")
+        tokens, cost = self._usage(body.get("usage"))
+        message = _first_message(body)
+        if message is None:
+            return _failed("the model API's reply has no choices[0].message", tokens, cost)
+        content = message.get("content")
+        if not isinstance(content, str):
+            refusal = message.get("refusal")
+            why = f"the model refused: {refusal[:_ERROR_CHARS]}" if isinstance(refusal, str) and refusal \
+                else "the model returned no text content"
+            return _failed(why, tokens, cost)
+        if not request.spec.outputs:
+            return StepResult(ok=True, outputs={}, stdout=content, tokens=tokens, cost=cost)
+        try:
+            outputs = json.loads(content)
+        except ValueError:
+            outputs = None
+        if not isinstance(outputs, dict):
+            return _failed("the model did not return JSON: the step declares outputs, so its reply must be "
+                           f"a JSON object; it began {content[:80]!r}", tokens, cost, content)
+        return StepResult(ok=True, outputs=outputs, stdout=content, tokens=tokens, cost=cost)
+
+    def _usage(self, usage: Any) -> tuple[int, float]:
+        # usage is bookkeeping: a malformed count is taken as 0 rather than failing an answered step
+        if not isinstance(usage, dict):
+            return 0, 0.0
+        prompt, completion = (n if type(n) is int and n >= 0 else 0
+                              for n in (usage.get("prompt_tokens"), usage.get("completion_tokens")))
+        price_in, price_out = self.prices.get(self.model, (0.0, 0.0))
+        return prompt + completion, prompt / 1e6 * price_in + completion / 1e6 * price_out
+
+
+def _first_message(body: dict[str, Any]) -> dict[str, Any] | None:
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    message = choices[0].get("message")
+    return message if isinstance(message, dict) else None
+
+
+def _error_detail(body: Any, reply: Reply) -> str:
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        text = error["message"]
+    elif isinstance(error, str):
+        text = error
+    else:
+        text = reply.body[:200].decode("utf-8", "replace")
+    text = text.strip()[:_ERROR_CHARS]
+    return f": {text}" if text else ""
+
+
+def _failed(message: str, tokens: int, cost: float, stdout: str = "") -> StepResult:
+    return StepResult(ok=False, stdout=stdout, error=message, error_code="agent_error", tokens=tokens, cost=cost)

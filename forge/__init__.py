@@ -1,0 +1,1 @@
+"""Forge: the Django console and the cluster runtime around the engine."""

@@ -1,0 +1,148 @@
+"""What every dispatch is governed by: agents, gateways, budgets, policies, and recorded spend."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils import timezone
+
+from engine.governance.context import check_policy_expression
+
+PROVIDERS = ("mock", "shell", "http", "openai", "python")
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class Gateway(models.Model):
+    """Where http agents send their steps, and whose token authenticates the callbacks."""
+
+    name = models.CharField(max_length=64, unique=True)
+    url = models.URLField(blank=True, help_text="the gateway's dispatch endpoint")
+    token_hash = models.CharField(max_length=64, blank=True, editable=False)
+    healthy = models.BooleanField(default=True)
+    checked_at = models.DateTimeField(null=True, blank=True)
+    min_trust_level = models.PositiveSmallIntegerField(default=0)
+    capabilities = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def set_token(self, token: str | None = None) -> str:
+        """Store a new callback token (hashed) and return it; it is shown once, never stored in clear."""
+        token = token or secrets.token_urlsafe(32)
+        self.token_hash = hash_token(token)
+        return token
+
+    def token_matches(self, token: str) -> bool:
+        return bool(self.token_hash) and hmac.compare_digest(self.token_hash, hash_token(token))
+
+
+class Agent(models.Model):
+    """What a step's `agent:` names: a provider (executor) and its configuration."""
+
+    ACTIVE = "active"
+    STATUSES = [(ACTIVE, "active"), ("paused", "paused"), ("retired", "retired")]
+
+    name = models.CharField(max_length=64, unique=True)
+    provider = models.CharField(max_length=16, choices=[(p, p) for p in PROVIDERS])
+    config = models.JSONField(default=dict, blank=True,
+                              help_text="provider settings, e.g. {\"model\": \"gpt-4o-mini\"}; keys come from "
+                                        "the environment (api_key_env), never from here")
+    gateway = models.ForeignKey(Gateway, null=True, blank=True, on_delete=models.PROTECT, related_name="agents")
+    enabled = models.BooleanField(default=True)
+    status = models.CharField(max_length=16, choices=STATUSES, default=ACTIVE)
+    role = models.CharField(max_length=64, blank=True)
+    trust_level = models.PositiveSmallIntegerField(default=0)
+    required_context_trust = models.PositiveSmallIntegerField(
+        default=0, help_text="the run context's trust level this agent's role needs")
+    max_concurrency = models.PositiveIntegerField(null=True, blank=True)
+    rate_limit_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    monthly_budget = models.FloatField(null=True, blank=True)
+    requires_approval = models.BooleanField(default=False, help_text="hold every step for a person's approval")
+    estimated_cost = models.FloatField(default=0.0, help_text="expected cost of one call, for budget checks")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def limited(self) -> bool:
+        return self.max_concurrency is not None or self.rate_limit_per_minute is not None
+
+
+class BudgetEnvelope(models.Model):
+    """A spending ceiling over a scope: the whole org, one workflow, or one agent."""
+
+    name = models.CharField(max_length=64, unique=True)
+    scope = models.CharField(max_length=140, default="org", help_text="org, workflow:<name> or agent:<name>")
+    limit = models.FloatField()
+    monthly = models.BooleanField(default=True, help_text="count this month's spend only")
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.scope})"
+
+    def clean(self):
+        kind, _, name = self.scope.partition(":")
+        if not (self.scope == "org" or (kind in ("workflow", "agent") and name)):
+            raise ValidationError({"scope": "use org, workflow:<name> or agent:<name>"})
+        if self.limit is not None and self.limit < 0:
+            raise ValidationError({"limit": "a budget cannot be negative"})
+
+
+class Policy(models.Model):
+    """A dispatch rule in the expression language: when it holds, block the step or ask a person."""
+
+    EFFECTS = [("block", "block"), ("require_approval", "require approval")]
+
+    name = models.CharField(max_length=64, unique=True)
+    when = models.TextField(help_text="e.g. agent.trust_level < 2 and step.workflow == 'payments'")
+    effect = models.CharField(max_length=20, choices=EFFECTS)
+    message = models.CharField(max_length=300, blank=True)
+    enabled = models.BooleanField(default=True)
+    order = models.IntegerField(default=0)
+
+    class Meta:
+        ordering = ["order", "name"]
+        verbose_name_plural = "policies"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self):
+        problem = check_policy_expression(self.when)
+        if problem:
+            raise ValidationError({"when": problem})
+
+
+class TokenEvent(models.Model):
+    """Tokens and cost one step attempt spent; what budgets are measured from."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    run_id = models.BigIntegerField(db_index=True)
+    step = models.CharField(max_length=64)
+    attempt = models.IntegerField()
+    iteration = models.IntegerField(default=0)
+    agent = models.CharField(max_length=64, db_index=True)
+    workflow = models.CharField(max_length=128, db_index=True)
+    tokens = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["run_id", "step", "attempt", "iteration"],
+                                               name="token_event_once_per_call")]

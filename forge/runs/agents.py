@@ -1,0 +1,83 @@
+"""From an Agent row to the engine executor that calls it: the one registry of providers."""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+
+from django.conf import settings
+
+from engine.executors import ShellExecutor, StepRequest, StepResult
+from engine.executors import MockExecutor
+from engine.executors.http import HttpExecutor
+from engine.executors.openai import DEFAULT_PRICES, OpenAIExecutor
+from engine.executors.python_call import PythonExecutor, load_callables
+
+
+class AgentMisconfigured(ValueError):
+    """An agent's configuration cannot make an executor; the step fails with this message."""
+
+
+@functools.lru_cache(maxsize=1)
+def _python_callables() -> dict:
+    return load_callables(settings.FORGE_PYTHON_CALLABLES)
+
+
+def inline(agent) -> bool:
+    """Python callables run in the advancing worker unless the agent says `"inline": false`."""
+    return agent.provider == "python" and agent.config.get("inline", True) is not False
+
+
+def executor_for(agent):
+    """The executor of `agent`'s provider, configured from its row, its gateway and the environment."""
+    provider, config = agent.provider, agent.config or {}
+    if provider == "mock":
+        return MockExecutor()
+    if provider == "shell":
+        return ShellExecutor()
+    if provider == "python":
+        return PythonExecutor(_python_callables())
+    if provider == "http":
+        gateway = agent.gateway
+        url = config.get("url") or (gateway.url if gateway else "")
+        if not url:
+            raise AgentMisconfigured(f"agent {agent.name!r} has no url and no gateway with one")
+        headers = {}
+        token_env = config.get("token_env")
+        if token_env and os.environ.get(token_env):
+            headers["Authorization"] = f"Bearer {os.environ[token_env]}"
+        return HttpExecutor(url, headers=headers, callback_url=f"{settings.FORGE_PUBLIC_URL}/api/v1/steps/complete")
+    if provider == "openai":
+        key_env = config.get("api_key_env", "OPENAI_API_KEY")
+        base_url = config.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        model = config.get("model")
+        if not model:
+            raise AgentMisconfigured(f"agent {agent.name!r} has no model in its config")
+        prices = dict(DEFAULT_PRICES)
+        if "price_per_million" in config:
+            prices[model] = tuple(config["price_per_million"])
+        return OpenAIExecutor(base_url, model, api_key=os.environ.get(key_env), prices=prices,
+                              system_prompt=config.get("system_prompt"))
+    raise AgentMisconfigured(f"agent {agent.name!r} has an unknown provider {provider!r}")
+
+
+def execute(agent, request: StepRequest, cancel: threading.Event) -> StepResult:
+    """Run one call of the agent; a misconfiguration or an executor bug ends the step, never the worker."""
+    try:
+        return executor_for(agent).execute(request, cancel)
+    except AgentMisconfigured as exc:
+        return StepResult.failure(str(exc))
+    except Exception as exc:  # noqa: BLE001 - any executor fault is the step's failure
+        return StepResult.failure(f"the {agent.provider} agent failed: {type(exc).__name__}: {exc}"[:500])
+
+
+def run_inline(agent, request: StepRequest) -> StepResult:
+    return execute(agent, request, threading.Event())
+
+
+def enqueue_execution(run_id: int, step: str, attempt: int, fence: int, *, resume: bool = False) -> None:
+    from django_q.tasks import async_task
+
+    async_task("forge.runs.tasks.execute_step", run_id, step, attempt, fence, resume,
+               task_name=f"run {run_id} {step}#{attempt}"[:100])

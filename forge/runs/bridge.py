@@ -1,0 +1,96 @@
+"""The one seam between rows and the engine: compiled workflows, interpreters, times.
+
+An interpreter lives in a per-process cache between rounds. A process that
+has no current copy rebuilds it from the latest checkpoint plus the events
+fed after it, which is also how a run survives any crash.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from datetime import datetime, timezone as dt_timezone
+from typing import Any
+
+from engine.interpreter import Interpreter
+from engine.interpreter.events import event_from_json
+from engine.validation import load_workflow
+from engine.workflow import Workflow
+from forge.runs.models import Checkpoint, Run, RunEvent
+
+INPUT = "input"  # RunEvent.kind of an event fed to the interpreter
+_WORKFLOWS: OrderedDict[tuple[int, str], Workflow] = OrderedDict()
+_INTERPRETERS: OrderedDict[int, tuple[int, Interpreter]] = OrderedDict()
+_LOCK = threading.Lock()
+CACHED_WORKFLOWS = 64
+CACHED_RUNS = 256
+
+
+def to_datetime(seconds: float | None) -> datetime | None:
+    return None if seconds is None else datetime.fromtimestamp(seconds, tz=dt_timezone.utc)
+
+
+def to_seconds(moment: datetime) -> float:
+    return moment.timestamp()
+
+
+def library_key(library: dict[str, Any]) -> str:
+    return ",".join(sorted(library)) if library else ""
+
+
+def workflow_of(run: Run) -> Workflow:
+    """The compiled workflow the run pinned (its version, with the library entries it was started with)."""
+    key = (run.version_id, library_key(run.library))
+    with _LOCK:
+        found = _WORKFLOWS.get(key)
+        if found is not None:
+            _WORKFLOWS.move_to_end(key)
+            return found
+    workflow = load_workflow(run.version.source.encode("utf-8"), library=run.library or None)
+    with _LOCK:
+        _WORKFLOWS[key] = workflow
+        while len(_WORKFLOWS) > CACHED_WORKFLOWS:
+            _WORKFLOWS.popitem(last=False)
+    return workflow
+
+
+def interpreter_of(run: Run) -> Interpreter:
+    """The run's interpreter, current as of `run.inputs_fed` (the caller holds the run's lock)."""
+    with _LOCK:
+        cached = _INTERPRETERS.get(run.pk)
+    if cached is not None and cached[0] == run.inputs_fed:
+        return cached[1]
+    return _restore(run)
+
+
+def _restore(run: Run) -> Interpreter:
+    checkpoint = (Checkpoint.objects.filter(run=run, inputs_fed__lte=run.inputs_fed)
+                  .order_by("-inputs_fed").only("inputs_fed", "state", "event_id").first())
+    if checkpoint is None:
+        raise RuntimeError(f"run {run.pk} has no checkpoint to resume from")
+    interpreter = Interpreter.restore(workflow_of(run), checkpoint.state)
+    later = (RunEvent.objects.filter(run=run, kind=INPUT, id__gt=checkpoint.event_id)
+             .order_by("id").values_list("data", flat=True))
+    fed = checkpoint.inputs_fed
+    for data in later:
+        if fed >= run.inputs_fed:
+            break
+        interpreter.advance(event_from_json(data))  # effects were carried out the first time
+        fed += 1
+    if fed != run.inputs_fed:
+        raise RuntimeError(f"run {run.pk}: the log holds {fed} events, the run says {run.inputs_fed}")
+    return interpreter
+
+
+def remember(run: Run, interpreter: Interpreter) -> None:
+    with _LOCK:
+        _INTERPRETERS[run.pk] = (run.inputs_fed, interpreter)
+        _INTERPRETERS.move_to_end(run.pk)
+        while len(_INTERPRETERS) > CACHED_RUNS:
+            _INTERPRETERS.popitem(last=False)
+
+
+def forget(run_id: int) -> None:
+    """Drop a copy that may be ahead of the database (its transaction rolled back)."""
+    with _LOCK:
+        _INTERPRETERS.pop(run_id, None)

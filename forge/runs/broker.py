@@ -1,0 +1,81 @@
+"""django-q2 brokers that also keep Forge's clock.
+
+django-q2's scheduler looks at its schedules only every 30 seconds, too
+coarse for a 1 s retry backoff. The cluster's pusher calls `dequeue` in a
+tight loop, so it is where due runs are woken: at most every FORGE_TICK_S,
+a run whose next delayed event has fallen due is claimed (one conditional
+update, so one cluster wins) and advanced; every FORGE_RECOVERY_S the
+recovery task is enqueued.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.conf import settings
+from django.db import close_old_connections
+from django.utils import timezone
+from django_q.brokers.orm import ORM
+from django_q.brokers.redis_broker import Redis
+from django_q.tasks import async_task
+
+log = logging.getLogger(__name__)
+WAKE_BATCH = 100
+
+
+class Clock:
+    def __init__(self):
+        self.last_tick = 0.0
+        self.last_recovery = time.monotonic()
+
+    def tick(self, broker) -> None:
+        now = time.monotonic()
+        if now - self.last_tick < settings.FORGE_TICK_S:
+            return
+        self.last_tick = now
+        try:
+            wake_due_runs(broker)
+            if now - self.last_recovery >= settings.FORGE_RECOVERY_S:
+                self.last_recovery = now
+                async_task("forge.runs.tasks.recover", task_name="recover", broker=broker)
+        except Exception:  # noqa: BLE001 - the clock must keep going; the next tick retries
+            log.exception("waking due runs failed")
+            close_old_connections()
+
+
+def wake_due_runs(broker) -> int:
+    from forge.runs.models import Run
+    from forge.runs.tasks import enqueue_advance
+
+    now = timezone.now()
+    woken = 0
+    for run_id in Run.objects.filter(wake_at__lte=now).values_list("pk", flat=True)[:WAKE_BATCH]:
+        if Run.objects.filter(pk=run_id, wake_at__lte=now).update(wake_at=None):
+            enqueue_advance(run_id, broker=broker)
+            woken += 1
+    return woken
+
+
+class TickingORM(ORM):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.clock = Clock()
+
+    def dequeue(self):
+        self.clock.tick(self)
+        return super().dequeue()
+
+
+class TickingRedis(Redis):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.clock = Clock()
+
+    def dequeue(self):
+        self.clock.tick(self)
+        # A short blocking pop, so the clock ticks even when no task arrives.
+        task = self.connection.blpop(self.list_key, settings.FORGE_TICK_S)
+        if task:
+            return [(None, task[1])]
+        return None

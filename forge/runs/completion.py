@@ -1,0 +1,79 @@
+"""Recording a step attempt's result, from a worker or a gateway callback: once, and only if still wanted."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from engine.executors import StepResult as Result
+from engine.interpreter.state import StepStatus
+from forge.audit.services import audit
+from forge.runs.dispatching import completion_key, record_spend
+from forge.runs.models import Run, RunInput, StepResult
+
+
+class Outcome(enum.Enum):
+    ACCEPTED = "accepted"          # fed to the run next
+    DUPLICATE = "deduplicated"     # this attempt's result was already recorded
+    STALE = "stale"                # the attempt was superseded (cancelled, timed out, re-executed)
+    RUN_ENDED = "run_ended"        # the run is over; only the cost is kept
+
+
+@dataclass(frozen=True)
+class Completion:
+    run_id: int
+    step: str
+    attempt: int
+    iteration: int
+    result: Result
+    fence: int | None = None  # None: from a gateway, which does not know fences
+
+
+def complete_step(completion: Completion, *, source: str = "worker") -> Outcome:
+    """Record one result. The caller advances the run when the outcome is ACCEPTED."""
+    c = completion
+    key = completion_key(c.step, c.attempt, c.iteration)
+    with transaction.atomic():
+        run = Run.objects.select_for_update().select_related("workflow").get(pk=c.run_id)
+        row = StepResult.objects.filter(run=run, step=c.step).first()
+        if row is None:
+            raise LookupError(f"run {run.pk} has no step {c.step!r}")
+        if RunInput.objects.filter(run=run, key=key).exists():
+            return Outcome.DUPLICATE
+        now = timezone.now()
+        spend = dict(run_id=run.pk, workflow=run.workflow.name, agent=row.agent, step=c.step, attempt=c.attempt,
+                     iteration=c.iteration, tokens=c.result.tokens, cost=c.result.cost, at=now)
+        detail = {"source": source, "ok": c.result.ok, "error_code": c.result.error_code}
+        if run.finished:
+            record_spend(**spend)
+            audit("forge.step.result_after_end", run_id=run.pk, step=c.step, attempt=c.attempt, detail=detail,
+                  key=f"late:{run.pk}:{key}")
+            return Outcome.RUN_ENDED
+        current = row.status == StepStatus.RUNNING and row.attempt == c.attempt and row.iteration == c.iteration
+        if not current or (c.fence is not None and c.fence != row.fence):
+            record_spend(**spend)
+            audit("forge.step.stale_result_discarded", run_id=run.pk, step=c.step, attempt=c.attempt,
+                  detail={**detail, "fence": c.fence, "current_fence": row.fence, "status": row.status},
+                  key=f"stale:{run.pk}:{key}:{c.fence}")
+            return Outcome.STALE
+        event = c.result.event(_Call(c.step, c.attempt, c.iteration), now.timestamp())
+        try:
+            with transaction.atomic():
+                RunInput.objects.create(run=run, key=key, event=event.to_json(), due_at=now, created_at=now)
+        except IntegrityError:
+            return Outcome.DUPLICATE
+        StepResult.objects.filter(pk=row.pk).update(executing=False, lease_expires_at=None, lease_owner="")
+    return Outcome.ACCEPTED
+
+
+@dataclass(frozen=True)
+class _Call:
+    """The three fields StepResult.event reads from a request."""
+
+    step: str
+    attempt: int
+    iteration: int
+

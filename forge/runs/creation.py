@@ -1,0 +1,75 @@
+"""Creating a run: its row, one step row per step, the first checkpoint and the start event."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.utils import timezone
+
+from engine.interpreter import Interpreter, Options, RunStarted
+from engine.interpreter.state import RunState
+from engine.validation import load_workflow
+from engine.workflow import Workflow
+from forge.governance.models import Agent
+from forge.runs.models import Checkpoint, Run, RunEvent, RunInput, StepResult
+from forge.workflows.models import StepLibraryEntry, WorkflowVersion
+
+
+class RunRefused(ValueError):
+    """The run cannot start as asked; nothing was created."""
+
+
+def library() -> dict[str, dict]:
+    return {entry.name: entry.definition for entry in StepLibraryEntry.objects.all()}
+
+
+def compile_version(version: WorkflowVersion) -> tuple[Workflow, dict[str, dict]]:
+    """The compiled workflow and the library entries it uses (the run keeps that snapshot)."""
+    entries = library()
+    workflow = load_workflow(version.source.encode("utf-8"), library=entries or None)
+    used = {spec.model.library_step for spec in workflow.steps if spec.model.library_step}
+    return workflow, {name: entries[name] for name in sorted(used) if name in entries}
+
+
+def options() -> Options:
+    shell = tuple(Agent.objects.filter(provider="shell").order_by("name").values_list("name", flat=True))
+    return Options(max_concurrency=settings.FORGE_RUNNER_CONCURRENCY,
+                   default_timeout_s=float(min(3600, settings.FORGE_STEP_TIMEOUT_MAX_S)),
+                   shell_agents=shell or ("shell",))
+
+
+def check_timeouts(workflow: Workflow) -> None:
+    limit = settings.FORGE_STEP_TIMEOUT_MAX_S
+    for spec in workflow.steps:
+        seconds = spec.model.timeout_s
+        if seconds is not None and seconds > limit and spec.kind == "agent":
+            raise RunRefused(f"step {spec.id!r} has a timeout of {seconds:g} s, longer than this installation "
+                             f"allows (FORGE_STEP_TIMEOUT_MAX_S={limit})")
+
+
+def create_run(*, version: WorkflowVersion, workflow: Workflow, used_library: dict, args: dict, user=None,
+               parent: Run | None = None, parent_step: str = "", parent_attempt: int | None = None,
+               restarted_from: Run | None = None, restart_from_step: str = "",
+               prepare=None, context_trust: int = 0) -> Run:
+    """Write a new run, ready for its first `advance` (the caller enqueues it after commit).
+
+    `prepare(run_id) -> RunState` gives a prepared state (restart-from-step) instead of a new one.
+    """
+    check_timeouts(workflow)
+    now = timezone.now()
+    run = Run.objects.create(workflow=version.workflow, version=version, args=args, started_by=user,
+                             parent=parent, parent_step=parent_step, parent_attempt=parent_attempt,
+                             restarted_from=restarted_from, restart_from_step=restart_from_step,
+                             library=used_library, context_trust=context_trust, created_at=now, progressed_at=now)
+    state: RunState | None = prepare(str(run.pk)) if prepare else None
+    interpreter = Interpreter.new(workflow, run_id=str(run.pk), args=args, options=options(), state=state)
+    steps = interpreter.state.steps
+    StepResult.objects.bulk_create([
+        StepResult(run=run, step=spec.id, position=i, status=steps[spec.id].status, attempt=steps[spec.id].attempt,
+                   outputs=steps[spec.id].outputs, stdout=steps[spec.id].stdout or "", updated_at=now,
+                   agent=spec.model.agent or "")
+        for i, spec in enumerate(workflow.steps)])
+    Checkpoint.objects.create(run=run, inputs_fed=0, event_id=0, state=interpreter.state.to_json(), created_at=now)
+    RunInput.objects.create(run=run, key="start", event=RunStarted(at=now.timestamp()).to_json(), due_at=now,
+                            created_at=now)
+    RunEvent.objects.create(run=run, kind="run", data={"status": run.status}, at=now)
+    return run

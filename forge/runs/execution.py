@@ -1,0 +1,144 @@
+"""`execute_step`: one worker runs one step attempt under a lease, then records its result.
+
+django-q2 may deliver the same task twice, or hand it to a new worker after
+the first died. So a worker first claims the attempt: the claim fails if the
+attempt was superseded (its fence changed) or a live worker holds its lease.
+Taking over from a dead worker counts as a restart of the run, recorded
+before the step runs again, and hands out a new fence so that anything the
+dead worker might still report is stale.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from engine.executors import StepRequest
+from engine.interpreter.state import StepStatus
+from forge.audit.services import audit
+from forge.runs import agents, bridge, recovery
+from forge.runs.completion import Completion, Outcome, complete_step
+from forge.runs.dispatching import lease_until, request_of
+from forge.runs.models import Run, StepResult
+from forge.runs.runtime import advance
+
+WORKER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class Claim:
+    run_id: int
+    step: str
+    attempt: int
+    iteration: int
+    fence: int
+    row_id: int
+    agent: object
+    request: StepRequest
+
+
+def workdir(run_id: int) -> str:
+    path = settings.FORGE_WORKDIR / f"run-{run_id}"
+    path.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
+def claim_attempt(run_id: int, step: str, attempt: int, fence: int, *, resume: bool = False) -> Claim | None:
+    """Take the attempt for this worker, or None when it is not this task's to run."""
+    from forge.governance.models import Agent
+
+    now = timezone.now()
+    with transaction.atomic():
+        run = Run.objects.select_for_update().select_related("version", "workflow").get(pk=run_id)
+        row = StepResult.objects.filter(run=run, step=step).first()
+        if run.finished or row is None or row.status != StepStatus.RUNNING or row.attempt != attempt \
+                or row.fence != fence:
+            return None
+        alive = row.lease_expires_at is not None and row.lease_expires_at > now
+        if (row.executing or resume) and alive:
+            return None
+        if row.executing or resume:
+            # The worker that held this attempt died: resume, counted before the step runs again.
+            run.restart_count += 1
+            run.fences += 1
+            run.save(update_fields=["restart_count", "fences"])
+            audit("forge.run.resumed", run_id=run.pk, step=step, attempt=attempt,
+                  detail={"restart_count": run.restart_count, "previous_owner": row.lease_owner},
+                  key=f"resume:{run.pk}:{step}:{attempt}:{fence}")
+            if run.restart_count > settings.FORGE_MAX_RESTARTS:
+                recovery.fail_crash_loop(run)
+                return None
+            fence = run.fences
+        StepResult.objects.filter(pk=row.pk).update(executing=True, lease_owner=WORKER, fence=fence,
+                                                    lease_expires_at=lease_until(now))
+        agent = Agent.objects.select_related("gateway").filter(name=row.agent).first()
+        spec = bridge.workflow_of(run).by_id[step].model
+    if agent is None:
+        agent = _Missing(row.agent)
+    request = request_of(run_id, row.dispatch, spec, workdir(run_id))
+    return Claim(run_id, step, attempt, row.iteration, fence, row.pk, agent, request)
+
+
+class _Missing:
+    """An agent deleted after its step was dispatched: the call fails with a clear message."""
+
+    provider = "missing"
+
+    def __init__(self, name: str):
+        self.name, self.config, self.gateway = name, {}, None
+
+
+class Heartbeat(threading.Thread):
+    """Renews the lease while the step runs; a changed fence (cancel, timeout, takeover) stops the step."""
+
+    def __init__(self, claim: Claim, cancel: threading.Event):
+        super().__init__(daemon=True, name=f"heartbeat {claim.run_id}/{claim.step}")
+        self.claim, self.cancel = claim, cancel
+        self.done = threading.Event()
+        self.every = min(1.0, settings.FORGE_LEASE_S / 3)
+
+    def run(self) -> None:
+        try:
+            while not self.done.wait(self.every):
+                renewed = StepResult.objects.filter(pk=self.claim.row_id, fence=self.claim.fence,
+                                                    status=StepStatus.RUNNING).update(
+                    lease_expires_at=timezone.now() + timedelta(seconds=settings.FORGE_LEASE_S))
+                if not renewed:
+                    self.cancel.set()
+                    return
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join(timeout=5)
+
+
+def execute_step(run_id: int, step: str, attempt: int, fence: int, resume: bool = False) -> str:
+    """The django-q2 task: claim, run, record, advance. Returns what happened, for the task log."""
+    claim = claim_attempt(run_id, step, attempt, fence, resume=resume)
+    if claim is None:
+        return "not claimed"
+    cancel = threading.Event()
+    beat = Heartbeat(claim, cancel)
+    beat.start()
+    try:
+        result = agents.execute(claim.agent, claim.request, cancel)
+    finally:
+        beat.stop()
+    if result.deferred:
+        # A gateway took it and will call back; the attempt is held until its deadline.
+        StepResult.objects.filter(pk=claim.row_id, fence=claim.fence).update(
+            executing=False, lease_owner=recovery.GATEWAY)
+        return "deferred"
+    outcome = complete_step(Completion(run_id, step, attempt, claim.iteration, result, fence=claim.fence))
+    if outcome is Outcome.ACCEPTED:
+        advance(run_id)
+    return outcome.value

@@ -1,0 +1,281 @@
+"""`python manage.py forge ...` (and the `forge` console script): runs from the command line.
+
+With --json a command prints exactly one JSON object on stdout. `run --wait`
+exits like `python -m engine run`: 0 completed, 1 failed or cancelled,
+3 paused (waiting for a decision), 2 invalid input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.core.management.base import BaseCommand, CommandError
+
+from engine.runner import DECISIONS
+from engine.validation import validate_source
+from forge.runs import services
+from forge.runs.models import Approval, Run
+from forge.runs.selectors import is_paused, run_report
+from forge.workflows.models import Workflow
+from forge.workflows.services import WorkflowRejected, workflow_version_save
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
+
+
+class Exit(Exception):
+    def __init__(self, code: int):
+        self.code = code
+
+
+class Command(BaseCommand):
+    help = "Run workflows on the cluster, decide approvals, cancel and restart runs."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--user", help="act as this user (default: the system itself)")
+        sub = parser.add_subparsers(dest="action", required=True)
+        run = sub.add_parser("run", help="start a run of a workflow file or of a saved workflow by name")
+        run.add_argument("target", metavar="FILE_OR_NAME")
+        run.add_argument("--arg", action="append", default=[], metavar="K=V")
+        run.add_argument("--decide", action="append", default=[], metavar="STEP=DECISION",
+                         help="answer STEP's approval when it is requested (with --wait)")
+        run.add_argument("--wait", action="store_true", help="wait until the run ends or waits for a person")
+        run.add_argument("--timeout", type=float, default=0, help="with --wait, give up after S seconds")
+        run.add_argument("--json", action="store_true")
+        status = sub.add_parser("status", help="a run's status and steps")
+        status.add_argument("run", type=int)
+        status.add_argument("--json", action="store_true")
+        approvals = sub.add_parser("approvals", help="pending approvals")
+        approvals.add_argument("--json", action="store_true")
+        for verb in ("approve", "reject"):
+            p = sub.add_parser(verb, help=f"{verb} a step's pending approval")
+            p.add_argument("run", type=int)
+            p.add_argument("step")
+            p.add_argument("--comment", default="")
+        decide = sub.add_parser("decide", help="answer an escalation: retry, skip or abort")
+        decide.add_argument("run", type=int)
+        decide.add_argument("step")
+        decide.add_argument("decision", choices=DECISIONS)
+        decide.add_argument("--comment", default="")
+        cancel = sub.add_parser("cancel", help="cancel a run")
+        cancel.add_argument("run", type=int)
+        cancel.add_argument("--reason", default="")
+        restart = sub.add_parser("restart", help="start a new run from a step of an ended run")
+        restart.add_argument("run", type=int)
+        restart.add_argument("--from", dest="step", required=True)
+        restart.add_argument("--json", action="store_true")
+        validate = sub.add_parser("validate", help="report every problem of a workflow file")
+        validate.add_argument("file")
+        validate.add_argument("--json", action="store_true")
+        workflows = sub.add_parser("workflows", help="saved workflows and their latest versions")
+        workflows.add_argument("--json", action="store_true")
+
+    def handle(self, *args, **options):
+        self.user = self._user(options.get("user"))
+        try:
+            code = getattr(self, f"do_{options['action']}")(options)
+        except Exit as exc:
+            code = exc.code
+        except (services.ServiceError, PermissionDenied, WorkflowRejected) as exc:
+            self.stderr.write(f"forge: {exc}")
+            code = EXIT_INVALID
+        sys.stdout.flush()
+        if code:
+            sys.exit(code)
+
+    # -- helpers ------------------------------------------------------------------
+
+    def _user(self, name: str | None):
+        if not name:
+            return None
+        user = get_user_model().objects.filter(username=name).first()
+        if user is None:
+            raise CommandError(f"there is no user {name!r}")
+        return user
+
+    def _json(self, value) -> None:
+        self.stdout.write(json.dumps(value, ensure_ascii=False, default=str))
+
+    def _run(self, run_id: int) -> Run:
+        run = Run.objects.filter(pk=run_id).select_related("workflow", "version").first()
+        if run is None:
+            self.stderr.write(f"forge: there is no run {run_id}")
+            raise Exit(EXIT_INVALID)
+        return run
+
+    # -- commands -----------------------------------------------------------------
+
+    def do_run(self, options) -> int:
+        version = self._version(options["target"], options["json"])
+        decisions = _pairs(options["decide"], "--decide")
+        bad = [f"{k}={v}" for k, v in decisions.items() if v not in DECISIONS]
+        if bad:
+            raise services.ServiceError(f"--decide {bad[0]}: the decision must be one of {', '.join(DECISIONS)}")
+        run = services.run_start(user=self.user, version=version, args=_pairs(options["arg"], "--arg"),
+                                 args_from_text=True)
+        self.stderr.write(f"run {run.pk} of {version} started")
+        if not options["wait"]:
+            if options["json"]:
+                self._json({"run": run.pk, "status": run.status})
+            return EXIT_OK
+        run = self._wait(run, decisions, options["timeout"])
+        result = run_report(run)
+        if options["json"]:
+            self._json(result)
+        else:
+            _print_report(self.stdout, run, result)
+        return {"completed": EXIT_OK, "paused": EXIT_PAUSED}.get(result["status"], EXIT_FAILED)
+
+    def _version(self, target: str, as_json: bool):
+        path = Path(target)
+        if path.is_file():
+            return self._import(path, as_json, seen=set())
+        workflow = Workflow.objects.filter(name=target).first()
+        version = workflow.latest_version() if workflow else None
+        if version is None:
+            self.stderr.write(f"forge: {target!r} is neither a file nor a saved workflow")
+            raise Exit(EXIT_INVALID)
+        return version
+
+    def _import(self, path: Path, as_json: bool, seen: set):
+        """Save the file as a workflow version, and the NAME.yaml files its sub-workflow steps name."""
+        try:
+            source = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.stderr.write(f"forge: cannot read {path}: {exc}")
+            raise Exit(EXIT_INVALID) from None
+        report = validate_source(source)
+        if report.valid:
+            seen.add(path.resolve())
+            for spec in report.workflow.steps:
+                ref = spec.model.ref
+                child = path.resolve().parent / f"{ref.name}.yaml" if ref else None
+                if child and child.is_file() and child.resolve() not in seen:
+                    self._import(child, as_json, seen)
+        try:
+            return workflow_version_save(user=self.user, source=source)
+        except WorkflowRejected:
+            if as_json:
+                self._json(report.to_json())
+            for p in report.problems:
+                where = f"{path}:{p.line}:{p.column}" if p.line else str(path)
+                self.stderr.write(f"{where}: error {p.code}: {p.message}")
+            raise Exit(EXIT_INVALID) from None
+
+    def _wait(self, run: Run, decisions: dict[str, str], timeout: float) -> Run:
+        deadline = time.monotonic() + timeout if timeout else None
+        answered: set[int] = set()
+        pause = 0.02
+        while True:
+            run.refresh_from_db()
+            if run.finished:
+                return run
+            for approval in Approval.objects.filter(run=run, status=Approval.PENDING).exclude(pk__in=answered):
+                decision = decisions.get(approval.step)
+                if decision is not None:
+                    answered.add(approval.pk)
+                    services.approval_decide(user=self.user, approval=approval, decision=decision)
+            if is_paused(run) and not any(a.step in decisions for a in
+                                          Approval.objects.filter(run=run, status=Approval.PENDING)):
+                return run
+            if deadline is not None and time.monotonic() > deadline:
+                self.stderr.write(f"forge: run {run.pk} is still {run.status} after {timeout:g} s; "
+                                  "is the cluster running (forge serve, or manage.py qcluster)?")
+                raise Exit(EXIT_FAILED)
+            time.sleep(pause)
+            pause = min(pause * 1.5, 0.25)
+
+    def do_status(self, options) -> int:
+        run = self._run(options["run"])
+        result = run_report(run)
+        if options["json"]:
+            self._json(result)
+        else:
+            _print_report(self.stdout, run, result)
+        return EXIT_OK
+
+    def do_approvals(self, options) -> int:
+        pending = Approval.objects.filter(status=Approval.PENDING).select_related("run__workflow").order_by("id")
+        rows = [{"run": a.run_id, "workflow": a.run.workflow.name, "step": a.step, "kind": a.kind,
+                 "options": a.options, "message": a.message, "requested_at": a.requested_at.isoformat()}
+                for a in pending]
+        if options["json"]:
+            self._json(rows)
+        elif not rows:
+            self.stdout.write("no pending approvals")
+        for row in [] if options["json"] else rows:
+            self.stdout.write(f"run {row['run']} {row['workflow']} / {row['step']} ({row['kind']}): "
+                              f"{row['message']}  [{'|'.join(row['options'])}]")
+        return EXIT_OK
+
+    def _decide(self, options, decision: str) -> int:
+        run = self._run(options["run"])
+        approval = Approval.objects.filter(run=run, step=options["step"], status=Approval.PENDING).first()
+        if approval is None:
+            self.stderr.write(f"forge: step {options['step']!r} of run {run.pk} has no pending approval")
+            return EXIT_INVALID
+        services.approval_decide(user=self.user, approval=approval, decision=decision, comment=options["comment"])
+        self.stdout.write(f"run {run.pk} / {approval.step}: {decision}")
+        return EXIT_OK
+
+    def do_approve(self, options) -> int:
+        return self._decide(options, "approve")
+
+    def do_reject(self, options) -> int:
+        return self._decide(options, "reject")
+
+    def do_decide(self, options) -> int:
+        return self._decide(options, options["decision"])
+
+    def do_cancel(self, options) -> int:
+        run = services.run_cancel(user=self.user, run=self._run(options["run"]), reason=options["reason"])
+        self.stdout.write(f"run {run.pk}: cancel requested")
+        return EXIT_OK
+
+    def do_restart(self, options) -> int:
+        new = services.run_restart(user=self.user, run=self._run(options["run"]), step=options["step"])
+        if options["json"]:
+            self._json({"run": new.pk, "restarted_from": options["run"], "step": options["step"]})
+        else:
+            self.stdout.write(f"run {new.pk} started from step {options['step']} of run {options['run']}")
+        return EXIT_OK
+
+    def do_validate(self, options) -> int:
+        from engine.cli import main as engine_main
+
+        return engine_main(["validate", options["file"]] + (["--json"] if options["json"] else []))
+
+    def do_workflows(self, options) -> int:
+        rows = []
+        for workflow in Workflow.objects.all():
+            latest = workflow.latest_version()
+            rows.append({"name": workflow.name, "versions": workflow.versions.count(),
+                         "latest": latest.number if latest else None, "description": workflow.description,
+                         "runs": workflow.runs.count()})
+        if options["json"]:
+            self._json(rows)
+        for row in [] if options["json"] else rows:
+            self.stdout.write(f"{row['name']:<32} v{row['latest']}  {row['runs']} run(s)  {row['description']}")
+        return EXIT_OK
+
+
+def _pairs(items: list[str], flag: str) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise services.ServiceError(f"{flag} {item!r}: expected KEY=VALUE")
+        pairs[key] = value
+    return pairs
+
+
+def _print_report(out, run: Run, result: dict) -> None:
+    width = max((len(s) for s in result["steps"]), default=4)
+    for step_id, step in result["steps"].items():
+        extra = f"  {step['error_code']}: {step['error']}" if step["error"] else ""
+        out.write(f"{step_id:<{width}}  {step['status']:<10} attempts={step['attempts']}{extra}")
+    out.write(f"run {run.pk} {result['status']}" + (f": {result['error']}" if result["error"] else ""))

@@ -1,0 +1,273 @@
+"""`advance`: feed a run's due events to its interpreter and carry out the commands.
+
+Each round is one transaction under the run's row lock: the due inputs are
+fed, and the new state of every step that changed, the run's event log, its
+approvals, audit rows and any new inputs are written together. Work that
+leaves the database (queued steps, inline python calls, other runs) happens
+after the commit. A round that fails leaves nothing behind: its inputs stay
+unprocessed and the watchdog feeds them again.
+"""
+
+from __future__ import annotations
+
+import logging
+from django.db import transaction
+from django.db.models import Max, Min
+from django.utils import timezone
+
+from engine.interpreter import commands as cmd
+from engine.interpreter import events as ev
+from engine.interpreter.machine import EventRejected
+from forge.audit.models import AuditEvent
+from forge.audit.services import SYSTEM
+from forge.runs import bridge, dispatching
+from forge.runs.models import Approval, Checkpoint, Run, RunEvent, RunInput, StepResult
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+CHECKPOINT_EVERY = 50
+KEEP_CHECKPOINTS = 2
+
+
+def advance(run_id: int) -> None:
+    """Process every due input of the run, round after round, until none is left."""
+    inline: list[dispatching.InlineCall] = []
+    while True:
+        outcome = _round(run_id, [call.result_input() for call in inline])
+        if outcome is None:
+            return
+        inline = outcome.inline
+        for call in inline:
+            call.execute()
+        if not inline and not outcome.more:
+            return
+
+
+def _round(run_id: int, arrived: list[RunInput]) -> Round | None:
+    try:
+        with transaction.atomic():
+            run = Run.objects.select_for_update().select_related("version", "workflow").get(pk=run_id)
+            if arrived:
+                for item in arrived:
+                    item.run = run
+                RunInput.objects.bulk_create(arrived, ignore_conflicts=True)
+            if run.finished:
+                return None
+            now = timezone.now()
+            inputs = list(RunInput.objects.filter(run=run, processed_at=None, due_at__lte=now)
+                          .order_by("due_at", "id")[:BATCH])
+            if not inputs:
+                _set_wake(run, now)
+                return None
+            work = Round(run, bridge.interpreter_of(run), now)
+            for item in inputs:
+                work.feed_input(item)
+            work.flush([item.pk for item in inputs])
+    except BaseException:
+        bridge.forget(run_id)
+        raise
+    bridge.remember(run, work.interpreter)
+    return work
+
+
+def _set_wake(run: Run, now) -> None:
+    due = RunInput.objects.filter(run=run, processed_at=None).aggregate(due=Min("due_at"))["due"]
+    if due != run.wake_at:
+        Run.objects.filter(pk=run.pk).update(wake_at=due)
+        run.wake_at = due
+
+
+class Round:
+    """One transaction's worth of events for one run, and what they lead to."""
+
+    def __init__(self, run: Run, interpreter, now):
+        self.run = run
+        self.interpreter = interpreter
+        self.workflow = interpreter.workflow
+        self.now = now
+        self.at = bridge.to_seconds(now)
+        self.changed: dict[str, dict] = {}
+        self.events: list[RunEvent] = []
+        self.audits: list[AuditEvent] = []
+        self.new_inputs: list[RunInput] = []
+        self.immediate: list = []
+        self.inline: list[dispatching.InlineCall] = []
+        self.after_commit: list = []
+        self.approvals_before = {a["id"]: a["status"] for a in interpreter.state.approvals}
+        self.timers_before = set(interpreter.state.timers)
+        self.new_approvals: list[Approval] = []
+        self.fed = 0
+        self.more = False
+        self.dispatcher = dispatching.Dispatcher(self)
+
+    # -- feeding -----------------------------------------------------------------
+
+    def feed_input(self, item: RunInput) -> None:
+        self.feed(ev.event_from_json(item.event), item.key)
+        while self.immediate:
+            self.feed(self.immediate.pop(0), None)
+
+    def feed(self, event, key: str | None) -> None:
+        try:
+            commands = self.interpreter.advance(event)
+        except EventRejected as exc:
+            self.log("rejected", getattr(event, "step", ""), {"event": event.to_json(), "reason": str(exc)})
+            return
+        self.fed += 1
+        self.log(bridge.INPUT, getattr(event, "step", "") or "", event.to_json())
+        if isinstance(event, ev.StepFinished) and (event.tokens or event.cost):
+            self.dispatcher.record_spend(event)
+        for command in commands:
+            _APPLY[type(command)](self, command)
+
+    def log(self, kind: str, step: str, data: dict) -> None:
+        self.events.append(RunEvent(run=self.run, kind=kind, step=step, data=data, at=self.now))
+
+    def audit(self, code: str, *, step: str = "", attempt: int | None = None, target: str = "",
+              detail: dict | None = None) -> None:
+        self.audits.append(AuditEvent(at=self.now, code=code, actor=SYSTEM, run_id=self.run.pk, step=step,
+                                      attempt=attempt, target=target or f"run:{self.run.pk}", detail=detail or {}))
+
+    def add_input(self, key: str, event, due_at=None) -> None:
+        self.new_inputs.append(RunInput(run=self.run, key=key, event=event.to_json(), due_at=due_at or self.now,
+                                        created_at=self.now))
+
+    def step_fields(self, step: str) -> dict:
+        return self.changed.setdefault(step, {})
+
+    # -- commands -----------------------------------------------------------------------
+
+    def _step_changed(self, command: cmd.StepChanged) -> None:
+        self.step_fields(command.step)
+        data = command.to_json()
+        del data["type"], data["step"]
+        self.log("step", command.step, data)
+
+    def _request_approval(self, command: cmd.RequestApproval) -> None:
+        attempt = self.interpreter.state.steps[command.step].attempt
+        self.new_approvals.append(Approval(
+            run=self.run, key=command.approval, step=command.step, attempt=attempt, kind=command.kind,
+            options=list(command.options), message=command.message, approvers=list(command.approvers),
+            requested_at=self.now))
+        self.log("approval", command.step, {"approval": command.approval, "kind": command.kind,
+                                            "status": Approval.PENDING, "options": list(command.options),
+                                            "message": command.message})
+        self.audit("forge.approval.requested", step=command.step, attempt=attempt,
+                   detail={"kind": command.kind, "message": command.message})
+
+    def _schedule_timer(self, command: cmd.ScheduleTimer) -> None:
+        self.add_input(f"timer:{command.timer}", ev.TimerFired(command.timer, at=command.fire_at),
+                       due_at=bridge.to_datetime(command.fire_at))
+
+    def _cancel_step(self, command: cmd.CancelStep) -> None:
+        # A new fence makes the attempt's worker stop at its next heartbeat and its late result stale.
+        self.step_fields(command.step).update(fence=self.dispatcher.next_fence(), executing=False,
+                                              lease_expires_at=None, lease_owner="")
+        self.inline = [call for call in self.inline if call.step != command.step]
+        self.audit("forge.step.cancelled", step=command.step, attempt=command.attempt,
+                   detail={"reason": command.reason})
+
+    def _finish_run(self, command: cmd.FinishRun) -> None:
+        run = self.run
+        run.status, run.error, run.error_code = command.status, command.error, command.error_code
+        run.finished_at = self.now
+        self.log("run", "", {"status": command.status, "error": command.error, "error_code": command.error_code})
+        self.audit(f"forge.run.{command.status}", detail={"error": command.error, "error_code": command.error_code})
+        if run.parent_id is not None:
+            from forge.runs import children
+            children.report_to_parent(self, run)
+
+    def _start_child(self, command: cmd.StartChild) -> None:
+        from forge.runs import children
+        children.start_child(self, command)
+
+    def _cancel_child(self, command: cmd.CancelChild) -> None:
+        from forge.runs import children
+        children.cancel_child(self, command)
+
+    # -- writing ----------------------------------------------------------------------
+
+    def flush(self, processed: list[int]) -> None:
+        run, state = self.run, self.interpreter.state
+        RunInput.objects.filter(pk__in=processed).update(processed_at=self.now)
+        dropped = self.timers_before - set(state.timers)
+        if dropped:
+            # A timer the interpreter no longer wants would only be ignored when it fires; retire it now
+            # so the run neither wakes for it nor looks busy.
+            RunInput.objects.filter(run=run, key__in=[f"timer:{t}" for t in dropped], processed_at=None).update(
+                processed_at=self.now)
+        self.new_inputs = [item for item in self.new_inputs
+                           if not item.key.startswith("timer:") or item.key[6:] in state.timers]
+        if self.new_inputs:
+            RunInput.objects.bulk_create(self.new_inputs, ignore_conflicts=True)
+        self._write_steps(state)
+        self._write_approvals(state)
+        if run.started_at is None and state.started_at is not None:
+            run.started_at = bridge.to_datetime(state.started_at)
+            self.audit("forge.run.running")
+        if self.events:
+            RunEvent.objects.bulk_create(self.events)
+        if self.audits:
+            AuditEvent.objects.bulk_create(self.audits)
+        if not run.finished:
+            run.status = state.status
+        run.inputs_fed += self.fed
+        run.progressed_at = self.now
+        due = RunInput.objects.filter(run=run, processed_at=None).aggregate(due=Min("due_at"))["due"]
+        self.more = due is not None and due <= self.now
+        run.wake_at = None if self.more else due
+        run.save(update_fields=["status", "error", "error_code", "started_at", "finished_at", "inputs_fed",
+                                "progressed_at", "wake_at", "fences"])
+        self._checkpoint()
+        for callback in self.after_commit:
+            transaction.on_commit(callback)
+
+    def _write_steps(self, state) -> None:
+        for step, extra in self.changed.items():
+            st = state.steps[step]
+            fields = dict(status=st.status, wait=st.wait, attempt=st.attempt, iteration=st.iteration,
+                          outputs=st.outputs, stdout=st.stdout or "", error=st.error, error_code=st.error_code,
+                          tokens=st.tokens, cost=st.cost, started_at=bridge.to_datetime(st.started_at),
+                          finished_at=bridge.to_datetime(st.finished_at), updated_at=self.now)
+            if st.status != "running" and "fence" not in extra:
+                fields.update(executing=False, lease_expires_at=None, lease_owner="")
+            fields.update(extra)
+            StepResult.objects.filter(run=self.run, step=step).update(**fields)
+
+    def _write_approvals(self, state) -> None:
+        if self.new_approvals:
+            Approval.objects.bulk_create(self.new_approvals, ignore_conflicts=True)
+        for approval in state.approvals:
+            before = self.approvals_before.get(approval["id"], Approval.PENDING)
+            if approval["status"] != before and approval["status"] != Approval.PENDING:
+                Approval.objects.filter(run=self.run, key=approval["id"], status=Approval.PENDING).update(
+                    status=approval["status"], decided_at=self.now)
+                self.log("approval", approval["step"], {"approval": approval["id"], "status": approval["status"],
+                                                        "decision": approval.get("decision")})
+
+    def _checkpoint(self) -> None:
+        run = self.run
+        last = (Checkpoint.objects.filter(run=run).aggregate(n=Max("inputs_fed"))["n"] or 0)
+        if run.inputs_fed - last < CHECKPOINT_EVERY and not run.finished:
+            return
+        event_id = RunEvent.objects.filter(run=run).aggregate(last=Max("id"))["last"] or 0
+        Checkpoint.objects.create(run=run, inputs_fed=run.inputs_fed, event_id=event_id,
+                                  state=self.interpreter.state.to_json(), created_at=self.now)
+        stale = list(Checkpoint.objects.filter(run=run).order_by("-inputs_fed")
+                     .values_list("pk", flat=True)[KEEP_CHECKPOINTS:])
+        if stale:
+            Checkpoint.objects.filter(pk__in=stale).delete()
+
+
+_APPLY = {
+    cmd.Dispatch: lambda r, c: r.dispatcher.dispatch(c),
+    cmd.RequestApproval: Round._request_approval,
+    cmd.ScheduleTimer: Round._schedule_timer,
+    cmd.CancelStep: Round._cancel_step,
+    cmd.StepChanged: Round._step_changed,
+    cmd.FinishRun: Round._finish_run,
+    cmd.StartChild: Round._start_child,
+    cmd.CancelChild: Round._cancel_child,
+}
+

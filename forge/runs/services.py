@@ -1,0 +1,145 @@
+"""Everything people do to runs: start, decide, cancel, restart. Each checks permission and is audited."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.utils import timezone
+
+from engine.arguments import ArgumentsInvalid, resolve_args
+from engine.interpreter import ApprovalDecided, CancelRequested
+from engine.interpreter.restart import restart_state
+from engine.interpreter.state import RunState
+from engine.problems import WorkflowInvalid
+from forge.accounts.roles import APPROVERS, can, group_names
+from forge.audit.services import actor_of, audit
+from forge.runs.creation import RunRefused, compile_version, create_run
+from forge.runs.models import Approval, Checkpoint, Run, RunInput
+from forge.runs.tasks import enqueue_advance
+from forge.workflows.models import WorkflowVersion
+
+
+class ServiceError(ValueError):
+    """A request that cannot be carried out as asked; nothing changed."""
+
+
+def _require(user, action: str, what: str) -> None:
+    if user is not None and not can(user, action):
+        raise PermissionDenied(f"you may not {what}")
+
+
+def _name(user) -> str:
+    return actor_of(user)[0]
+
+
+def run_start(*, user, version: WorkflowVersion, args: dict[str, Any] | None = None, args_from_text: bool = False,
+              context_trust: int = 2) -> Run:
+    """Start a run of `version`; `args` are checked against the document's `args` (and parsed, when text).
+
+    `user` None is the system itself (the CLI on the server), which may do anything.
+    """
+    _require(user, "run.start", "start runs")
+    try:
+        workflow, used = compile_version(version)
+        resolved = resolve_args(workflow.document, dict(args or {}), from_text=args_from_text)
+    except WorkflowInvalid as exc:
+        raise ServiceError(f"{version} is not valid: {exc}") from None
+    except ArgumentsInvalid as exc:
+        raise ServiceError(str(exc)) from None
+    with transaction.atomic():
+        try:
+            run = create_run(version=version, workflow=workflow, used_library=used, args=resolved, user=user,
+                             context_trust=context_trust)
+        except RunRefused as exc:
+            raise ServiceError(str(exc)) from None
+        audit("forge.run.started", user=user, run_id=run.pk,
+              detail={"workflow": version.workflow.name, "version": version.number, "args": resolved})
+        transaction.on_commit(lambda: enqueue_advance(run.pk))
+    return run
+
+
+def run_cancel(*, user, run: Run, reason: str = "") -> Run:
+    _require(user, "run.cancel", "cancel runs")
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.finished:
+            raise ServiceError(f"run {run.pk} has already ended ({run.status})")
+        now = timezone.now()
+        event = CancelRequested(by=_name(user), reason=reason, at=now.timestamp())
+        _, created = RunInput.objects.get_or_create(run=run, key="cancel", defaults={
+            "event": event.to_json(), "due_at": now, "created_at": now})
+        if not created:
+            raise ServiceError(f"run {run.pk} is already being cancelled")
+        audit("forge.run.cancel_requested", user=user, run_id=run.pk, detail={"reason": reason})
+        transaction.on_commit(lambda: enqueue_advance(run.pk))
+    return run
+
+
+def run_restart(*, user, run: Run, step: str) -> Run:
+    """A new run of the same version from `step` (spec section 8); the old run must have ended."""
+    _require(user, "run.restart", "restart runs")
+    if not run.finished:
+        raise ServiceError(f"run {run.pk} is still {run.status}; only an ended run can be restarted")
+    checkpoint = Checkpoint.objects.filter(run=run).order_by("-inputs_fed").first()
+    if checkpoint is None or checkpoint.inputs_fed != run.inputs_fed:
+        raise ServiceError(f"run {run.pk} has no final snapshot to restart from")
+    workflow, _ = compile_version(run.version)
+    if step not in workflow.by_id:
+        raise ServiceError(f"the workflow has no step {step!r}; its steps are {', '.join(workflow.by_id)}")
+    previous = RunState.from_json(checkpoint.state)
+    with transaction.atomic():
+        new = create_run(version=run.version, workflow=workflow, used_library=run.library, args=run.args, user=user,
+                         restarted_from=run, restart_from_step=step, context_trust=run.context_trust,
+                         prepare=lambda run_id: restart_state(workflow, previous, step, run_id=run_id))
+        audit("forge.run.restarted", user=user, run_id=new.pk, step=step,
+              detail={"from_run": run.pk, "from_step": step})
+        transaction.on_commit(lambda: enqueue_advance(new.pk))
+    return new
+
+
+def may_decide(user, approval: Approval) -> str | None:
+    """Why `user` may not decide `approval`, or None when they may."""
+    if user is None:
+        return None
+    if not can(user, "approval.decide"):
+        return "you are not an approver"
+    wanted = set(approval.approvers or [APPROVERS])
+    if not user.is_superuser and not (group_names(user) & (wanted | {"Admins"})):
+        return f"this approval needs a member of {', '.join(sorted(wanted))}"
+    if approval.run.started_by_id == user.pk and not settings.FORGE_ALLOW_SELF_APPROVAL:
+        return "you started this run, so someone else must decide (FORGE_ALLOW_SELF_APPROVAL is off)"
+    return None
+
+
+def approval_decide(*, user, approval: Approval, decision: str, comment: str = "") -> Approval:
+    """Approve or reject an approval or a governance hold, or retry / skip / abort an escalation."""
+    with transaction.atomic():
+        Run.objects.select_for_update().filter(pk=approval.run_id).first()
+        approval = Approval.objects.select_for_update().select_related("run").get(pk=approval.pk)
+        problem = may_decide(user, approval)
+        if problem:
+            raise PermissionDenied(problem)
+        if approval.status != Approval.PENDING:
+            raise ServiceError(f"this {approval.kind} was already {approval.status}")
+        if approval.run.finished:
+            raise ServiceError(f"run {approval.run_id} has ended ({approval.run.status})")
+        if decision not in approval.options:
+            raise ServiceError(f"{decision!r} does not answer this {approval.kind}; "
+                               f"choose one of {', '.join(approval.options)}")
+        now = timezone.now()
+        positive = decision in ("approve", "retry", "skip")
+        approval.status = Approval.APPROVED if positive else Approval.REJECTED
+        approval.decision, approval.comment, approval.decided_at = decision, comment, now
+        approval.decided_by = user
+        approval.save(update_fields=["status", "decision", "comment", "decided_at", "decided_by"])
+        event = ApprovalDecided(approval.step, decision, by=_name(user), comment=comment or None, at=now.timestamp())
+        RunInput.objects.create(run_id=approval.run_id, key=f"decision:{approval.key}", event=event.to_json(),
+                                due_at=now, created_at=now)
+        verb = {"approve": "approved", "reject": "rejected"}.get(decision, f"escalation_{decision}")
+        audit(f"forge.approval.{verb}", user=user, run_id=approval.run_id, step=approval.step,
+              attempt=approval.attempt, detail={"kind": approval.kind, "decision": decision, "comment": comment})
+        transaction.on_commit(lambda: enqueue_advance(approval.run_id))
+    return approval

@@ -1,0 +1,185 @@
+"""Forge's settings. Everything comes from the environment (see README, "Configuration").
+
+Embedded default: SQLite in WAL mode, django-q2's ORM broker, the in-memory
+channel layer. Production: DATABASE_URL (PostgreSQL) and REDIS_URL.
+"""
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from forge.env import env_bool, env_float, env_int, env_list, env_secret, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("FORGE_DATA_DIR") or BASE_DIR / "var")
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = env_bool("FORGE_DEBUG", False)
+SECRET_KEY = env_secret("FORGE_SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("set FORGE_SECRET_KEY (or FORGE_SECRET_KEY_FILE); bin/serve makes one for you")
+    SECRET_KEY = "django-insecure-forge-debug-only"
+ALLOWED_HOSTS = env_list("FORGE_ALLOWED_HOSTS", ("localhost", "127.0.0.1", "[::1]"))
+CSRF_TRUSTED_ORIGINS = env_list("FORGE_CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "rest_framework",
+    "drf_spectacular",
+    "django_q",
+    "template_partials",
+    "forge.accounts",
+    "forge.audit",
+    "forge.workflows",
+    "forge.governance",
+    "forge.runs",
+    "forge.api",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "forge.urls"
+ASGI_APPLICATION = "forge.asgi.application"
+WSGI_APPLICATION = "forge.wsgi.application"
+
+TEMPLATES = [{
+    "BACKEND": "django.template.backends.django.DjangoTemplates",
+    "DIRS": [BASE_DIR / "templates"],
+    "APP_DIRS": True,
+    "OPTIONS": {"context_processors": [
+        "django.template.context_processors.request",
+        "django.contrib.auth.context_processors.auth",
+        "django.contrib.messages.context_processors.messages",
+    ]},
+}]
+
+# -- database ------------------------------------------------------------------
+
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("FORGE_DB_CONN_MAX_AGE", 60))}
+else:
+    # WAL lets readers run beside the one writer; IMMEDIATE takes the write lock
+    # at BEGIN, so two writers queue on the busy timeout instead of failing with
+    # "database is locked" when a read transaction tries to upgrade.
+    DATABASES = {"default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": env_str("FORGE_SQLITE_PATH") or str(DATA_DIR / "forge.sqlite3"),
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": env_int("FORGE_SQLITE_BUSY_TIMEOUT_S", 30, minimum=1),
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON",
+        },
+        "TEST": {"NAME": str(DATA_DIR / "test-forge.sqlite3")},
+    }}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+EMBEDDED = not DATABASE_URL
+
+# -- queue and channels ----------------------------------------------------------
+
+REDIS_URL = env_str("REDIS_URL")
+
+# The longest a step may run; django-q2's task timeout and re-delivery window
+# are derived from it so a running step is never handed to a second worker.
+FORGE_STEP_TIMEOUT_MAX_S = env_int("FORGE_STEP_TIMEOUT_MAX_S", 3600, minimum=1)
+FORGE_TASK_MARGIN_S = env_int("FORGE_TASK_MARGIN_S", 60, minimum=5)
+_task_timeout = FORGE_STEP_TIMEOUT_MAX_S + FORGE_TASK_MARGIN_S
+
+Q_CLUSTER = {
+    "name": env_str("FORGE_QUEUE_NAME") or "forge",
+    "workers": env_int("FORGE_WORKERS", 4, minimum=1),
+    "timeout": _task_timeout,
+    "retry": env_int("FORGE_TASK_RETRY_S", _task_timeout + FORGE_TASK_MARGIN_S, minimum=1),
+    "max_attempts": 0,
+    "ack_failures": True,
+    "save_limit": -1,  # results live in Forge's own tables
+    "catch_up": False,
+    "poll": env_float("FORGE_ORM_POLL_S", 0.05, minimum=0.01),
+    "bulk": 1,
+    "guard_cycle": 0.5,
+    "label": "Task queue",
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+    Q_CLUSTER["broker_class"] = "forge.runs.broker.TickingRedis"
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                  "CONFIG": {"hosts": [REDIS_URL]}}}
+else:
+    Q_CLUSTER["orm"] = "default"
+    Q_CLUSTER["broker_class"] = "forge.runs.broker.TickingORM"
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+Q_CLUSTER["sync"] = env_bool("FORGE_QUEUE_SYNC", False)
+
+# -- the runtime -------------------------------------------------------------------
+
+FORGE_PUBLIC_URL = (env_str("FORGE_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/")
+FORGE_PYTHON_CALLABLES = env_list("FORGE_PYTHON_CALLABLES", (
+    "forge.runs.callables.noop", "forge.runs.callables.word_count", "forge.runs.callables.echo"))
+FORGE_ALLOW_SELF_APPROVAL = env_bool("FORGE_ALLOW_SELF_APPROVAL", False)
+FORGE_LEASE_S = env_int("FORGE_LEASE_S", 30, minimum=2)
+FORGE_TICK_S = env_float("FORGE_TICK_S", 0.1, minimum=0.01)
+FORGE_RECOVERY_S = env_float("FORGE_RECOVERY_S", 5, minimum=0.1)
+FORGE_MAX_RESTARTS = env_int("FORGE_MAX_RESTARTS", 3, minimum=0)
+FORGE_STALL_S = env_int("FORGE_STALL_S", 120, minimum=1)
+FORGE_RUNNER_CONCURRENCY = env_int("FORGE_RUN_CONCURRENCY", 8, minimum=1)
+FORGE_WORKDIR = Path(env_str("FORGE_WORKDIR") or DATA_DIR / "work")
+
+# -- people, API, static -------------------------------------------------------
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "/admin/login/"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {"TITLE": "Forge API", "VERSION": "1", "SERVE_INCLUDE_SCHEMA": False}
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").is_dir() else []
+
+# -- production hardening (all on when DEBUG is off) ----------------------------
+
+SECURE_SSL_REDIRECT = env_bool("FORGE_SSL_REDIRECT", not DEBUG)
+SESSION_COOKIE_SECURE = env_bool("FORGE_SECURE_COOKIES", not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_HSTS_SECONDS = env_int("FORGE_HSTS_SECONDS", 0 if DEBUG else 31536000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
+SECURE_HSTS_PRELOAD = not DEBUG
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("FORGE_BEHIND_PROXY") else None
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("FORGE_LOG_LEVEL") or "INFO"},
+    "loggers": {"django-q": {"level": env_str("FORGE_QUEUE_LOG_LEVEL") or "WARNING"}},
+}

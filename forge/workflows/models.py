@@ -1,0 +1,74 @@
+"""Workflows and their immutable versions; the step library."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+def content_hash(source: str) -> str:
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
+class Workflow(models.Model):
+    name = models.CharField(max_length=128, unique=True, help_text="the document's `name`")
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def latest_version(self) -> WorkflowVersion | None:
+        return self.versions.order_by("-number").first()
+
+
+class WorkflowVersion(models.Model):
+    """One saved text of a workflow. Never changed once written: a run pins it."""
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    source = models.TextField()
+    content_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        ordering = ["workflow", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["workflow", "number"], name="workflow_version_number"),
+            models.UniqueConstraint(fields=["workflow", "content_hash"], name="workflow_version_content"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow.name} v{self.number}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise ValueError("a workflow version is immutable; save a new version instead")
+        self.content_hash = content_hash(self.source)
+        super().save(*args, **kwargs)
+
+
+class StepLibraryEntry(models.Model):
+    """A named step definition that `library_step: NAME` merges under a workflow's own fields."""
+
+    name = models.CharField(max_length=64, unique=True)
+    description = models.TextField(blank=True)
+    definition = models.JSONField(help_text="step fields, e.g. {\"agent\": \"shell\", \"command\": \"...\"}")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "step library entries"
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,64 @@
+"""Saving workflows: every save is validated and becomes an immutable, content-hashed version."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+
+from engine.problems import Problem
+from engine.validation import validate_source
+from forge.accounts.roles import can
+from forge.audit.services import audit
+from forge.workflows.models import StepLibraryEntry, Workflow, WorkflowVersion, content_hash
+
+MAX_SOURCE_BYTES = 1_048_576
+
+
+class WorkflowRejected(ValueError):
+    """The document is not a valid workflow; `problems` says every reason, with positions."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        first = problems[0]
+        where = f" (line {first.line})" if first.line else ""
+        more = f"; {len(problems) - 1} more problem(s)" if len(problems) > 1 else ""
+        super().__init__(f"{first.message}{where}{more}")
+
+
+def workflow_version_save(*, user, source: str, description: str = "") -> WorkflowVersion:
+    """Validate `source` and store it as the next version of the workflow it names.
+
+    Saving the same text again returns the existing version.
+    """
+    if user is not None and not can(user, "workflow.edit"):
+        raise PermissionDenied("you may not edit workflows")
+    if len(source.encode("utf-8")) > MAX_SOURCE_BYTES:
+        raise WorkflowRejected([Problem("too_large", "the document is larger than 1 MiB")])
+    library = {entry.name: entry.definition for entry in StepLibraryEntry.objects.all()}
+    report = validate_source(source, library=library or None)
+    if not report.valid:
+        raise WorkflowRejected(report.problems)
+    document = report.workflow.document
+    for _ in range(3):  # two people saving the same new workflow at once: the loser retries
+        try:
+            with transaction.atomic():
+                return _save(user, source, document.name, description or (document.description or ""))
+        except IntegrityError:
+            continue
+    raise WorkflowRejected([Problem("conflict", "the workflow changed while it was being saved; try again")])
+
+
+def _save(user, source: str, name: str, description: str) -> WorkflowVersion:
+    workflow, created = Workflow.objects.select_for_update().get_or_create(
+        name=name, defaults={"description": description, "created_by": user})
+    existing = workflow.versions.filter(content_hash=content_hash(source)).first()
+    if existing is not None:
+        return existing
+    last = workflow.versions.order_by("-number").values_list("number", flat=True).first() or 0
+    version = WorkflowVersion.objects.create(workflow=workflow, number=last + 1, source=source, created_by=user)
+    if description and workflow.description != description:
+        workflow.description = description
+        workflow.save(update_fields=["description"])
+    audit("forge.workflow.created" if created else "forge.workflow.version_saved", user=user,
+          target=f"workflow:{name}", detail={"version": version.number})
+    return version
