@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 
+from django.core.exceptions import RequestDataTooBig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -38,8 +39,16 @@ class StepCompleteBody(BaseModel):
     stdout: str = Field(default="", max_length=MAX_BODY_BYTES)
     error: str | None = Field(default=None, max_length=10_000)
     error_code: str | None = Field(default=None, max_length=64)
-    tokens: int = Field(default=0, ge=0, le=10**12)
+    tokens: int = Field(default=0, ge=0, le=2**31 - 1)
     cost: float = Field(default=0.0, ge=0.0, le=10**9)
+
+    @field_validator("run_id", mode="before")
+    @classmethod
+    def _echoed_id(cls, value):
+        # Dispatch sends the run id as text; a gateway that echoes it back is answering correctly.
+        if isinstance(value, str) and value.isascii() and value.isdigit():
+            return int(value)
+        return value
 
     @field_validator("cost", mode="before")
     @classmethod
@@ -81,7 +90,16 @@ class StepCompleteApi(APIView):
         gateway = gateway_for(token)
         if gateway is None:
             return problem(401, "the token matches no gateway")
-        raw = request.body
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        if declared > MAX_BODY_BYTES:
+            return problem(413, "the body is larger than 2 MiB")
+        try:
+            raw = request.body
+        except RequestDataTooBig:
+            return problem(413, "the body is larger than 2 MiB")
         if len(raw) > MAX_BODY_BYTES:
             return problem(413, "the body is larger than 2 MiB")
         try:

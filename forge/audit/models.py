@@ -20,6 +20,11 @@ class AuditQuerySet(models.QuerySet):
     def bulk_update(self, objs, fields, batch_size=None):
         raise AppendOnly("audit events are never updated")
 
+    def bulk_create(self, objs, *args, **kwargs):
+        if kwargs.get("update_conflicts"):
+            raise AppendOnly("audit events are never rewritten by an upsert")
+        return super().bulk_create(objs, *args, **kwargs)
+
 
 class AuditEvent(models.Model):
     at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -38,6 +43,7 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["id"]
+        base_manager_name = "objects"
         indexes = [models.Index(fields=["target", "code", "at"], name="audit_by_target")]
 
     def __str__(self) -> str:

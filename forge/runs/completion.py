@@ -37,15 +37,16 @@ def complete_step(completion: Completion, *, source: str = "worker") -> Outcome:
     c = completion
     key = completion_key(c.step, c.attempt, c.iteration)
     with transaction.atomic():
-        run = Run.objects.select_for_update().select_related("workflow").get(pk=c.run_id)
+        run = Run.objects.select_for_update(of=("self",)).select_related("workflow").get(pk=c.run_id)
         row = StepResult.objects.filter(run=run, step=c.step).first()
         if row is None:
             raise LookupError(f"run {run.pk} has no step {c.step!r}")
-        if RunInput.objects.filter(run=run, key=key).exists():
-            return Outcome.DUPLICATE
         now = timezone.now()
         spend = dict(run_id=run.pk, workflow=run.workflow.name, agent=row.agent, step=c.step, attempt=c.attempt,
                      iteration=c.iteration, tokens=c.result.tokens, cost=c.result.cost, at=now)
+        if RunInput.objects.filter(run=run, key=key).exists():
+            record_spend(**spend)  # what the agent spent counts even when its result came too late
+            return Outcome.DUPLICATE
         detail = {"source": source, "ok": c.result.ok, "error_code": c.result.error_code}
         if run.finished:
             record_spend(**spend)

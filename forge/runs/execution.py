@@ -25,8 +25,8 @@ from engine.interpreter.state import StepStatus
 from forge.audit.services import audit
 from forge.runs import agents, bridge, recovery
 from forge.runs.completion import Completion, Outcome, complete_step
-from forge.runs.dispatching import lease_until, request_of
-from forge.runs.models import Run, StepResult
+from forge.runs.dispatching import completion_key, lease_until, request_of
+from forge.runs.models import Run, RunInput, StepResult
 from forge.runs.runtime import advance
 
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
@@ -56,11 +56,13 @@ def claim_attempt(run_id: int, step: str, attempt: int, fence: int, *, resume: b
 
     now = timezone.now()
     with transaction.atomic():
-        run = Run.objects.select_for_update().select_related("version", "workflow").get(pk=run_id)
+        run = Run.objects.select_for_update(of=("self",)).select_related("version", "workflow").get(pk=run_id)
         row = StepResult.objects.filter(run=run, step=step).first()
         if run.finished or row is None or row.status != StepStatus.RUNNING or row.attempt != attempt \
                 or row.fence != fence:
             return None
+        if RunInput.objects.filter(run=run, key=completion_key(step, attempt, row.iteration)).exists():
+            return None  # its result is recorded and waits to be fed: running it again would repeat it
         alive = row.lease_expires_at is not None and row.lease_expires_at > now
         if (row.executing or resume) and alive:
             return None

@@ -47,7 +47,7 @@ def advance(run_id: int) -> None:
 def _round(run_id: int, arrived: list[RunInput]) -> Round | None:
     try:
         with transaction.atomic():
-            run = Run.objects.select_for_update().select_related("version", "workflow").get(pk=run_id)
+            run = Run.objects.select_for_update(of=("self",)).select_related("version", "workflow").get(pk=run_id)
             if arrived:
                 for item in arrived:
                     item.run = run
@@ -112,7 +112,15 @@ class Round:
         try:
             commands = self.interpreter.advance(event)
         except EventRejected as exc:
-            self.log("rejected", getattr(event, "step", ""), {"event": event.to_json(), "reason": str(exc)})
+            step = getattr(event, "step", "") or ""
+            self.log("rejected", step, {"event": event.to_json(), "reason": str(exc)})
+            if isinstance(event, ev.ApprovalDecided):
+                # The decision came too late (a timeout or a halt ended the approval first): say so on the row.
+                Approval.objects.filter(run=self.run, step=step, decision=event.decision,
+                                        status__in=(Approval.APPROVED, Approval.REJECTED)).exclude(
+                    key__in=[a["id"] for a in self.interpreter.state.approvals if a["status"] != "expired"]
+                ).update(status=Approval.EXPIRED)
+                self.audit("forge.approval.decision_too_late", step=step, detail={"reason": str(exc)})
             return
         self.fed += 1
         self.log(bridge.INPUT, getattr(event, "step", "") or "", event.to_json())

@@ -22,6 +22,7 @@ def is_paused(run: Run) -> bool:
 
 def run_report(run: Run) -> dict[str, Any]:
     """The same JSON object as `python -m engine run --json` (spec section 12)."""
+    run.refresh_from_db()
     interpreter = bridge.interpreter_of(run)
     paused = is_paused(run)
     outcome = RunOutcome(interpreter.workflow, interpreter.state, paused, interpreter.state.now)

@@ -17,7 +17,8 @@ from engine.problems import WorkflowInvalid
 from forge.accounts.roles import APPROVERS, can, group_names
 from forge.audit.services import actor_of, audit
 from forge.runs.creation import RunRefused, compile_version, create_run
-from forge.runs.models import Approval, Checkpoint, Run, RunInput
+from forge.runs import bridge
+from forge.runs.models import Approval, Run, RunInput
 from forge.runs.tasks import enqueue_advance
 from forge.workflows.models import WorkflowVersion
 
@@ -83,13 +84,10 @@ def run_restart(*, user, run: Run, step: str) -> Run:
     _require(user, "run.restart", "restart runs")
     if not run.finished:
         raise ServiceError(f"run {run.pk} is still {run.status}; only an ended run can be restarted")
-    checkpoint = Checkpoint.objects.filter(run=run).order_by("-inputs_fed").first()
-    if checkpoint is None or checkpoint.inputs_fed != run.inputs_fed:
-        raise ServiceError(f"run {run.pk} has no final snapshot to restart from")
     workflow, _ = compile_version(run.version)
     if step not in workflow.by_id:
         raise ServiceError(f"the workflow has no step {step!r}; its steps are {', '.join(workflow.by_id)}")
-    previous = RunState.from_json(checkpoint.state)
+    previous = RunState.from_json(bridge.interpreter_of(run).state.to_json())  # a copy: the cached one stays as is
     with transaction.atomic():
         new = create_run(version=run.version, workflow=workflow, used_library=run.library, args=run.args, user=user,
                          restarted_from=run, restart_from_step=step, context_trust=run.context_trust,
@@ -118,7 +116,7 @@ def approval_decide(*, user, approval: Approval, decision: str, comment: str = "
     """Approve or reject an approval or a governance hold, or retry / skip / abort an escalation."""
     with transaction.atomic():
         Run.objects.select_for_update().filter(pk=approval.run_id).first()
-        approval = Approval.objects.select_for_update().select_related("run").get(pk=approval.pk)
+        approval = Approval.objects.select_for_update(of=("self",)).select_related("run").get(pk=approval.pk)
         problem = may_decide(user, approval)
         if problem:
             raise PermissionDenied(problem)

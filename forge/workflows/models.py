@@ -30,6 +30,19 @@ class Workflow(models.Model):
         return self.versions.order_by("-number").first()
 
 
+class ImmutableVersions(models.QuerySet):
+    def update(self, **kwargs):
+        raise ValueError("a workflow version is immutable; save a new version instead")
+
+    def bulk_update(self, objs, fields, batch_size=None):
+        raise ValueError("a workflow version is immutable; save a new version instead")
+
+    def bulk_create(self, objs, *args, **kwargs):
+        if kwargs.get("update_conflicts"):
+            raise ValueError("a workflow version is immutable; save a new version instead")
+        return super().bulk_create(objs, *args, **kwargs)
+
+
 class WorkflowVersion(models.Model):
     """One saved text of a workflow. Never changed once written: a run pins it."""
 
@@ -41,8 +54,11 @@ class WorkflowVersion(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
 
+    objects = ImmutableVersions.as_manager()
+
     class Meta:
         ordering = ["workflow", "number"]
+        base_manager_name = "objects"
         constraints = [
             models.UniqueConstraint(fields=["workflow", "number"], name="workflow_version_number"),
             models.UniqueConstraint(fields=["workflow", "content_hash"], name="workflow_version_content"),

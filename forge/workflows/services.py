@@ -49,9 +49,14 @@ def workflow_version_save(*, user, source: str, description: str = "") -> Workfl
 
 
 def _save(user, source: str, name: str, description: str) -> WorkflowVersion:
-    workflow, created = Workflow.objects.select_for_update().get_or_create(
+    digest = content_hash(source)
+    existing = WorkflowVersion.objects.filter(workflow__name=name, content_hash=digest).first()
+    if existing is not None:
+        return existing
+    # NO KEY UPDATE: numbering versions must not wait on runs that merely reference the workflow.
+    workflow, created = Workflow.objects.select_for_update(no_key=True).get_or_create(
         name=name, defaults={"description": description, "created_by": user})
-    existing = workflow.versions.filter(content_hash=content_hash(source)).first()
+    existing = workflow.versions.filter(content_hash=digest).first()
     if existing is not None:
         return existing
     last = workflow.versions.order_by("-number").values_list("number", flat=True).first() or 0

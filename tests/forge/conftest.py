@@ -1,0 +1,91 @@
+"""The cast every console test uses, and helpers that drive runs without a cluster.
+
+django-q2 runs tasks inline here (`sync`), so starting a run advances it at
+once; delayed events (backoff, mock delays) are brought forward with
+`fast_forward`.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.utils import timezone
+
+from forge.runs import bridge
+from forge.runs.models import Run, RunInput
+from forge.runs.runtime import advance
+from forge.workflows.services import workflow_version_save
+
+
+@pytest.fixture(autouse=True)
+def fresh_run_caches():
+    """Ids come back after each test's rollback, so a cached interpreter must not outlive its test."""
+    yield
+    bridge._INTERPRETERS.clear()
+    bridge._WORKFLOWS.clear()
+
+
+def _member(username: str, *groups: str) -> User:
+    user = User.objects.create_user(username, password="pw-" + username)
+    for name in groups:
+        user.groups.add(Group.objects.get(name=name))
+    return user
+
+
+@pytest.fixture
+def operator(db):
+    return _member("olive", "Operators")
+
+
+@pytest.fixture
+def approver(db):
+    return _member("april", "Approvers")
+
+
+@pytest.fixture
+def admin_user(db):
+    return _member("adam", "Admins")
+
+
+@pytest.fixture
+def outsider(db):
+    return _member("oscar")
+
+
+@pytest.fixture
+def save_workflow(db):
+    def save(source: str, user=None):
+        return workflow_version_save(user=user, source=source)
+    return save
+
+
+def fast_forward(run: Run, *, rounds: int = 200) -> Run:
+    """Virtual time: feed the earliest delayed event now, again and again, until the inbox is empty."""
+    for _ in range(rounds):
+        earliest = RunInput.objects.filter(run=run, processed_at=None).order_by("due_at").first()
+        if earliest is None:
+            break
+        RunInput.objects.filter(run=run, processed_at=None, due_at=earliest.due_at).update(due_at=timezone.now())
+        advance(run.pk)
+    run.refresh_from_db()
+    return run
+
+
+@pytest.fixture(autouse=True)
+def fresh_runtime_caches():
+    """Forget the runtime's per-process caches (compiled workflows, interpreters) around every test.
+
+    They are keyed by version and run ids, which the database hands out again
+    after a test's transaction is rolled back: without this, a run of one test
+    is driven by a workflow or an interpreter cached by an earlier test.
+    """
+    from forge.runs import bridge
+
+    def clear():
+        with bridge._LOCK:
+            bridge._INTERPRETERS.clear()
+            bridge._WORKFLOWS.clear()
+
+    clear()
+    yield
+    clear()
