@@ -11,3 +11,4 @@ from forge.settings import *  # noqa: E402,F403
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}  # noqa: F405
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SECURE_SSL_REDIRECT = False
+STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}  # noqa: F405

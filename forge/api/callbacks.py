@@ -13,6 +13,8 @@ import json
 import math
 
 from django.core.exceptions import RequestDataTooBig
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -80,6 +82,8 @@ class StepCompleteApi(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT},
+                   summary="A gateway reports the result of a step it accepted")
     def post(self, request):
         token = request.headers.get("X-Gateway-Token") or ""
         auth = request.headers.get("Authorization") or ""

@@ -1,8 +1,10 @@
 """The cast every console test uses, and helpers that drive runs without a cluster.
 
-django-q2 runs tasks inline here (`sync`), so starting a run advances it at
-once; delayed events (backoff, mock delays) are brought forward with
-`fast_forward`.
+django-q2 runs tasks inline here (`sync`). Tasks are enqueued on commit, so
+with the plain `db` fixture (a transaction that never commits) nothing runs
+by itself: `fast_forward` advances the run and brings delayed events
+forward. Tests that need the real on-commit path use
+`django_db(transaction=True)`.
 """
 
 from __future__ import annotations
