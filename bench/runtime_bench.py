@@ -71,11 +71,6 @@ class Deployment:
         for key in ("DATABASE_URL", "REDIS_URL", "FORGE_RUN_CONCURRENCY"):
             self.env.pop(key, None)
         if backend == "postgres":
-            import psycopg
-
-            with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-                conn.execute(f'CREATE DATABASE "{self.name}"')
-            self.created_db = True
             self.env["DATABASE_URL"] = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{self.name}"
             self.env["REDIS_URL"] = REDIS_URL
         else:
@@ -95,15 +90,21 @@ class Deployment:
         return json.loads(done.stdout.strip().splitlines()[-1])
 
     def start(self) -> None:
-        """Migrate, add the queued python agent, start the cluster."""
+        """Create the database, migrate, add the queued python agent, start the cluster."""
+        if self.backend == "postgres":
+            import psycopg
+
+            self.created_db = True  # set first: an interrupted CREATE is still dropped (IF EXISTS)
+            with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+                conn.execute(f'CREATE DATABASE "{self.name}"')
         done = self.manage("migrate", "-v0")
         if done.returncode:
             raise RuntimeError(f"migrate failed:\n{done.stderr[-3000:]}")
         self.query("from forge.governance.models import Agent\nAgent.objects.update_or_create(name='worker', "
                    "defaults={'provider': 'python', 'config': {'inline': False}})\nresult = True")
-        log = open(self.workdir / "qcluster.log", "w")
-        self.cluster = subprocess.Popen([PYTHON, str(ROOT / "manage.py"), "qcluster"], cwd=ROOT, env=self.env,
-                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        with open(self.workdir / "qcluster.log", "w") as log:
+            self.cluster = subprocess.Popen([PYTHON, str(ROOT / "manage.py"), "qcluster"], cwd=ROOT, env=self.env,
+                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def logs(self) -> str:
         path = self.workdir / "qcluster.log"
@@ -181,9 +182,9 @@ for _ in range({runs}):
                 if e.data.get("status") == "running")
     dispatch_ms.append((done - sent).total_seconds() * 1000)
     run_ms.append((run.finished_at - run.created_at).total_seconds() * 1000)
-result = dict(runs=len(run_ms), dispatch_to_done_ms=statistics.median(dispatch_ms),
-              dispatch_to_done_p90_ms=statistics.quantiles(dispatch_ms, n=10)[-1],
-              run_created_to_finished_ms=statistics.median(run_ms))
+result = dict(runs=len(run_ms), dispatch_to_done_ms=round(statistics.median(dispatch_ms), 2),
+              dispatch_to_done_p90_ms=round(statistics.quantiles(dispatch_ms, n=10)[-1], 2),
+              run_created_to_finished_ms=round(statistics.median(run_ms), 2))
 """
 
 
@@ -252,11 +253,6 @@ def own_children() -> list[int]:
     return pids
 
 
-def peer_comparable(peer: dict, shape: str) -> float | None:
-    """The peer figure to compare with: Prefect's once every task state is recorded, else its own."""
-    return peer.get(f"{shape}_persisted_s", peer.get(f"{shape}_s"))
-
-
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -268,11 +264,12 @@ def verdict(value: float, limit: float) -> str:
 def print_table(result: dict) -> None:
     n = result["n"]
     print(f"Forge runtime, {n:,} no-op steps per run, {result['workers']} workers, every step state committed; "
-          f"run = Run.created_at -> finished_at (DB), wall = around `forge run --wait`")
+          "run = Run.created_at -> finished_at (DB); wall = around `forge run --wait` (process start, import, "
+          "polling); steps = first step started -> last step finished")
     for backend in result["backends"]:
         print(f"\n{backend['backend']} ({BACKENDS[backend['backend']]}); 1-min load average "
               f"{backend['load_before']:.1f} before, {backend['load_after']:.1f} after, on {os.cpu_count()} CPUs")
-        print(f"  {'shape':<7} {'mode':<7} {'run s':>8} {'ms/step':>8} {'wall s':>8} {'steps s':>8}  target")
+        print(f"  {'shape':<7} {'mode':<7} {'run s':>8} {'ms/step':>8} {'wall s':>8} {'steps s':>8}  target (on run s)")
         for shape, modes in backend["shapes"].items():
             for mode, f in modes.items():
                 print(f"  {shape:<7} {mode:<7} {f['db_s']:8.2f} {f['ms_per_step']:8.2f} {f['wall_s']:8.2f} "
@@ -282,21 +279,22 @@ def print_table(result: dict) -> None:
               f"{lat['dispatch_to_done_ms']:.1f} ms (p90 {lat['dispatch_to_done_p90_ms']:.1f} ms); "
               f"1-step run created -> finished {lat['run_created_to_finished_ms']:.1f} ms")
     for peer in result["peers"]:
-        print(f"\n{peer['peer']} {peer['version']}, n={peer['n']:,}: ratio = Forge run s / peer s "
-              f"(< 1: Forge faster){'; Prefect compared once every task state is recorded' if 'chain_persisted_s' in peer or 'fanout_persisted_s' in peer else ''}")
+        print(f"\n{peer['peer']} {peer['version']}, n={peer['n']:,}; ratio = Forge run s / peer s (< 1: Forge faster)"
+              + ("; Prefect's comparable figure is once every task state is recorded" if peer["peer"] == "prefect"
+                 else ""))
         for shape in result["shapes"]:
             if f"{shape}_s" not in peer:
                 continue
-            persisted = peer.get(f"{shape}_persisted_s")
-            extra = f", all states recorded {persisted:.2f} s" if persisted is not None else ""
-            print(f"  {shape:<7} {peer[f'{shape}_s']:8.2f} s returned{extra}")
-            base = peer_comparable(peer, shape)
+            returned, persisted = peer[f"{shape}_s"], peer.get(f"{shape}_persisted_s")
+            print(f"  {shape:<7} {returned:8.2f} s returned"
+                  + (f", {persisted:.2f} s all states recorded" if persisted is not None else ""))
             for backend in result["backends"]:
                 for mode, f in backend["shapes"].get(shape, {}).items():
-                    ratio = f["db_s"] / base
+                    ratio = f["db_s"] / (persisted or returned)
+                    other = f" (vs returned {f['db_s'] / returned:.3f})" if persisted is not None else ""
                     goal = f"  target <= {PEER_TARGET:g} {verdict(ratio, PEER_TARGET)}" \
                         if (shape, mode) == ("chain", "inline") else ""
-                    print(f"    {backend['backend']:<9} {mode:<7} {f['db_s']:8.2f} s  ratio {ratio:6.3f}{goal}")
+                    print(f"    {backend['backend']:<9} {mode:<7} {f['db_s']:8.2f} s  ratio {ratio:6.3f}{other}{goal}")
 
 
 def parse_args(argv=None):
@@ -305,13 +303,16 @@ def parse_args(argv=None):
     parser.add_argument("--backends", default="embedded,postgres")
     parser.add_argument("--shapes", default="chain,fanout")
     parser.add_argument("--workers", type=int, default=2, help="FORGE_WORKERS of the cluster")
-    parser.add_argument("--latency-runs", type=int, default=30, help="sequential 1-step runs for the latency")
+    parser.add_argument("--latency-runs", type=int, help="sequential 1-step runs for the latency (30; quick 10)")
     parser.add_argument("--peer", action="append", default=[], choices=["prefect", "dagster"])
     parser.add_argument("--quick", action="store_true", help="n=100 and 10 latency runs: a smoke run")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     args = parser.parse_args(argv)
     if args.quick:
-        args.n, args.latency_runs = 100, 10
+        args.n = 100
+    args.latency_runs = args.latency_runs or (10 if args.quick else 30)
+    if args.latency_runs < 2:
+        parser.error("--latency-runs must be at least 2")
     args.backends = [b for b in args.backends.split(",") if b]
     args.shapes = [s for s in args.shapes.split(",") if s]
     for backend in args.backends:
@@ -346,5 +347,5 @@ if __name__ == "__main__":
     try:
         sys.exit(main())
     except KeyboardInterrupt:
-        log("interrupted; deployments removed")
+        log("interrupted; clusters stopped, databases and temporary files removed")
         sys.exit(130)
