@@ -141,8 +141,8 @@ def cmd_run(args) -> int:
         raise UsageError(f"step(s) {', '.join(workflow.unresolved_library)} use library_step; give --library FILE")
     if args.concurrency < 1 or not (0 < args.timeout < math.inf):
         raise UsageError("--concurrency must be at least 1 and --timeout a positive number of seconds")
-    raw_args = _pairs(args.arg, "--arg")
-    decisions = _pairs(args.decide, "--decide")
+    raw_args = pairs(args.arg, "--arg")
+    decisions = pairs(args.decide, "--decide")
     for step, decision in decisions.items():
         if step not in workflow.by_id:  # spec 13: a decision for an approval never requested is ignored
             print(f"python -m engine: note: --decide {step}={decision} is ignored: the workflow has no step "
@@ -172,7 +172,7 @@ def cmd_run(args) -> int:
     if args.json:
         _print_json(result)
     else:
-        _print_run(result)
+        print_run(result)
         for approval in runner.interpreter.pending_approvals:
             print(f"waiting for a decision on {approval['step']} ({approval['kind']}): {approval['message']}\n"
                   f"  answer with --decide {approval['step']}={'|'.join(approval['options'])}")
@@ -211,7 +211,7 @@ def _check_workflow_refs(path: Path, workflow, library) -> Problem | None:
     return visit(workflow)
 
 
-def _pairs(items: list[str], flag: str) -> dict[str, str]:
+def pairs(items: list[str], flag: str) -> dict[str, str]:
     pairs = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -241,12 +241,13 @@ def _print_problems(path: str, report_: Report) -> None:
             print(f"{where}: {kind} {p.code}{step}: {p.message}")
 
 
-def _print_run(result: dict) -> None:
+def print_run(result: dict, write=print, name: str = "run") -> None:
+    """One line per step, then the run's status (the run JSON of spec section 12, for people)."""
     width = max((len(s) for s in result["steps"]), default=4)
     for step_id, step in result["steps"].items():
         extra = f"  {step['error_code']}: {step['error']}" if step["error"] else ""
-        print(f"{step_id:<{width}}  {step['status']:<10} attempts={step['attempts']}{extra}")
-    print(f"run {result['status']}" + (f": {result['error']}" if result["error"] else ""))
+        write(f"{step_id:<{width}}  {step['status']:<10} attempts={step['attempts']}{extra}")
+    write(f"{name} {result['status']}" + (f": {result['error']}" if result["error"] else ""))
 
 
 _COMMANDS = {"validate": cmd_validate, "plan": cmd_plan, "run": cmd_run}

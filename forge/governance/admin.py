@@ -1,5 +1,6 @@
 from django.contrib import admin, messages
 
+from forge.admin_views import ReadOnlyAdmin
 from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy, TokenEvent
 
 
@@ -37,12 +38,7 @@ class PolicyAdmin(admin.ModelAdmin):
 
 
 @admin.register(TokenEvent)
-class TokenEventAdmin(admin.ModelAdmin):
+class TokenEventAdmin(ReadOnlyAdmin):
     list_display = ("at", "run_id", "step", "attempt", "agent", "workflow", "tokens", "cost")
     list_filter = ("agent", "workflow")
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

@@ -11,7 +11,6 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 from django.db.models import Sum
-from django.utils import timezone
 
 from engine.governance import context as gc
 from engine.interpreter.commands import Dispatch

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from forge.admin_views import ReadOnlyAdmin
 from forge.runs.models import Approval, Run, StepResult
 
 
@@ -11,27 +12,14 @@ class StepInline(admin.TabularInline):
     can_delete = False
 
 
-class ReadOnly(admin.ModelAdmin):
-    """Runs change only through the runtime and its services."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
 @admin.register(Run)
-class RunAdmin(ReadOnly):
+class RunAdmin(ReadOnlyAdmin):
     list_display = ("id", "workflow", "version", "status", "error_code", "restart_count", "started_by", "created_at")
     list_filter = ("status", "workflow")
     inlines = [StepInline]
 
 
 @admin.register(Approval)
-class ApprovalAdmin(ReadOnly):
+class ApprovalAdmin(ReadOnlyAdmin):
     list_display = ("run", "step", "kind", "status", "decision", "decided_by", "requested_at")
     list_filter = ("status", "kind")

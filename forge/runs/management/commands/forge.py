@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
 
+from engine.cli import UsageError, pairs, print_run
 from engine.runner import DECISIONS
 from engine.validation import validate_source
 from forge.runs import services
@@ -80,7 +81,7 @@ class Command(BaseCommand):
             code = getattr(self, f"do_{options['action']}")(options)
         except Exit as exc:
             code = exc.code
-        except (services.ServiceError, PermissionDenied, WorkflowRejected) as exc:
+        except (services.ServiceError, PermissionDenied, WorkflowRejected, UsageError) as exc:
             self.stderr.write(f"forge: {exc}")
             code = EXIT_INVALID
         sys.stdout.flush()
@@ -111,11 +112,11 @@ class Command(BaseCommand):
 
     def do_run(self, options) -> int:
         version = self._version(options["target"], options["json"])
-        decisions = _pairs(options["decide"], "--decide")
+        decisions = pairs(options["decide"], "--decide")
         bad = [f"{k}={v}" for k, v in decisions.items() if v not in DECISIONS]
         if bad:
             raise services.ServiceError(f"--decide {bad[0]}: the decision must be one of {', '.join(DECISIONS)}")
-        run = services.run_start(user=self.user, version=version, args=_pairs(options["arg"], "--arg"),
+        run = services.run_start(user=self.user, version=version, args=pairs(options["arg"], "--arg"),
                                  args_from_text=True)
         self.stderr.write(f"run {run.pk} of {version} started")
         if not options["wait"]:
@@ -127,7 +128,7 @@ class Command(BaseCommand):
         if options["json"]:
             self._json(result)
         else:
-            _print_report(self.stdout, run, result)
+            print_run(result, self.stdout.write, f"run {run.pk}")
         return {"completed": EXIT_OK, "paused": EXIT_PAUSED}.get(result["status"], EXIT_FAILED)
 
     def _version(self, target: str, as_json: bool):
@@ -195,7 +196,7 @@ class Command(BaseCommand):
         if options["json"]:
             self._json(result)
         else:
-            _print_report(self.stdout, run, result)
+            print_run(result, self.stdout.write, f"run {run.pk}")
         return EXIT_OK
 
     def do_approvals(self, options) -> int:
@@ -262,20 +263,3 @@ class Command(BaseCommand):
             self.stdout.write(f"{row['name']:<32} v{row['latest']}  {row['runs']} run(s)  {row['description']}")
         return EXIT_OK
 
-
-def _pairs(items: list[str], flag: str) -> dict[str, str]:
-    pairs = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise services.ServiceError(f"{flag} {item!r}: expected KEY=VALUE")
-        pairs[key] = value
-    return pairs
-
-
-def _print_report(out, run: Run, result: dict) -> None:
-    width = max((len(s) for s in result["steps"]), default=4)
-    for step_id, step in result["steps"].items():
-        extra = f"  {step['error_code']}: {step['error']}" if step["error"] else ""
-        out.write(f"{step_id:<{width}}  {step['status']:<10} attempts={step['attempts']}{extra}")
-    out.write(f"run {run.pk} {result['status']}" + (f": {result['error']}" if result["error"] else ""))
