@@ -1,24 +1,72 @@
 """Builds the engine's GateContext for one dispatch from the database.
 
-One `GovernanceView` serves one round of a run: configuration (agents,
-policies, envelopes) is read once per round, while load and spend are read
-per dispatch, and only for agents and envelopes that set a limit.
+Configuration (agents, gateways, policies, envelopes) changes rarely and is
+read on every dispatch, so each process keeps one snapshot of it: a save or
+delete in this process drops it at once, and a change made by another
+process (the console, another cluster) is seen within
+FORGE_GOVERNANCE_REFRESH_S. Load and spend are read live per dispatch, and
+only for agents and envelopes that set a limit.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import Sum
+from django.db.models.signals import post_delete, post_save
 
 from engine.governance import context as gc
 from engine.interpreter.commands import Dispatch
 from engine.interpreter.state import StepStatus
 from forge.audit.models import AuditEvent
-from forge.governance.models import Agent, BudgetEnvelope, Policy, TokenEvent
+from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy, TokenEvent
 
 ALLOWED = "forge.governance.allowed"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    agents: dict[str, Agent]
+    policies: tuple[gc.PolicyRule, ...]
+    envelopes: tuple[BudgetEnvelope, ...]
+    loaded_at: float
+
+
+_snapshot: Snapshot | None = None
+_snapshot_lock = threading.Lock()
+
+
+def configuration() -> Snapshot:
+    """The governance configuration this process dispatches with (see the module's docstring)."""
+    global _snapshot
+    current = _snapshot
+    if current is not None and time.monotonic() - current.loaded_at < settings.FORGE_GOVERNANCE_REFRESH_S:
+        return current
+    with _snapshot_lock:
+        loaded_at = time.monotonic()
+        fresh = Snapshot(
+            agents={a.name: a for a in Agent.objects.select_related("gateway")},
+            policies=tuple(gc.PolicyRule(p.name, p.when, p.effect, p.message)
+                           for p in Policy.objects.filter(enabled=True)),
+            envelopes=tuple(BudgetEnvelope.objects.filter(enabled=True)),
+            loaded_at=loaded_at)
+        _snapshot = fresh
+    return fresh
+
+
+def forget_configuration(**_kwargs) -> None:
+    global _snapshot
+    _snapshot = None
+
+
+for _model in (Agent, Gateway, Policy, BudgetEnvelope):
+    post_save.connect(forget_configuration, sender=_model, dispatch_uid=f"governance-{_model.__name__}-saved")
+    post_delete.connect(forget_configuration, sender=_model, dispatch_uid=f"governance-{_model.__name__}-deleted")
 
 
 def month_start(now: datetime) -> datetime:
@@ -30,29 +78,17 @@ class GovernanceView:
 
     def __init__(self, now: datetime):
         self.now = now
-        self._agents: dict[str, Agent | None] = {}
-        self._policies: tuple[gc.PolicyRule, ...] | None = None
-        self._envelopes: list[BudgetEnvelope] | None = None
+        self.config = configuration()
         self.running: Counter[str] = Counter()
         self.dispatched: Counter[str] = Counter()
 
     def agent(self, name: str) -> Agent | None:
-        if name not in self._agents:
-            self._agents[name] = Agent.objects.select_related("gateway").filter(name=name).first()
-        return self._agents[name]
-
-    def policies(self) -> tuple[gc.PolicyRule, ...]:
-        if self._policies is None:
-            self._policies = tuple(gc.PolicyRule(p.name, p.when, p.effect, p.message)
-                                   for p in Policy.objects.filter(enabled=True))
-        return self._policies
+        return self.config.agents.get(name)
 
     def envelopes(self, workflow: str, agent: str) -> tuple[gc.BudgetEnvelope, ...]:
-        if self._envelopes is None:
-            self._envelopes = list(BudgetEnvelope.objects.filter(enabled=True))
         scopes = {"org", f"workflow:{workflow}", f"agent:{agent}"}
         return tuple(gc.BudgetEnvelope(e.name, e.scope, e.limit, self._spent(e))
-                     for e in self._envelopes if e.scope in scopes)
+                     for e in self.config.envelopes if e.scope in scopes)
 
     def _spent(self, envelope: BudgetEnvelope) -> float:
         events = TokenEvent.objects.all()
@@ -99,6 +135,6 @@ class GovernanceView:
             trust = gc.ContextTrust(run.context_trust, {agent.role: agent.required_context_trust})
         return gc.GateContext(
             step=step, gateway=gateway_info, agent=agent_info,
-            envelopes=self.envelopes(workflow, dispatch.agent), policies=self.policies(), context_trust=trust,
+            envelopes=self.envelopes(workflow, dispatch.agent), policies=self.config.policies, context_trust=trust,
             approval_required=approval_required or bool(agent and agent.requires_approval),
             approval_granted=dispatch.governance_approved)

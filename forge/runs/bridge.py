@@ -1,8 +1,10 @@
 """The one seam between rows and the engine: compiled workflows, interpreters, times.
 
-An interpreter lives in a per-process cache between rounds. A process that
-has no current copy rebuilds it from the latest checkpoint plus the events
-fed after it, which is also how a run survives any crash.
+An interpreter lives in a per-process cache between rounds. A copy that is
+a few events behind (another worker advanced the run meanwhile) catches up
+by replaying them; a process with no usable copy rebuilds it from the latest
+checkpoint plus the events fed after it, which is also how a run survives
+any crash.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ _INTERPRETERS: OrderedDict[int, tuple[int, Interpreter]] = OrderedDict()
 _LOCK = threading.Lock()
 CACHED_WORKFLOWS = 64
 CACHED_RUNS = 256
+CATCH_UP = 50  # at most this many events replayed onto a cached copy; further behind, restore
 
 
 def to_datetime(seconds: float | None) -> datetime | None:
@@ -58,8 +61,16 @@ def interpreter_of(run: Run) -> Interpreter:
     """The run's interpreter, current as of `run.inputs_fed` (the caller holds the run's lock)."""
     with _LOCK:
         cached = _INTERPRETERS.get(run.pk)
-    if cached is not None and cached[0] == run.inputs_fed:
-        return cached[1]
+    if cached is not None:
+        fed, interpreter = cached
+        if fed == run.inputs_fed:
+            return interpreter
+        if fed < run.inputs_fed <= fed + CATCH_UP:
+            missed = list(RunEvent.objects.filter(run=run, kind=INPUT).order_by("-id")
+                          .values_list("data", flat=True)[:run.inputs_fed - fed])
+            for data in reversed(missed):
+                interpreter.advance(event_from_json(data))  # effects were carried out by the other worker
+            return interpreter
     return _restore(run)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from engine.executors import StepResult as Result
@@ -13,6 +13,7 @@ from engine.interpreter.state import StepStatus
 from forge.audit.services import audit
 from forge.runs.dispatching import completion_key, record_spend
 from forge.runs.models import Run, RunInput, StepResult
+from forge.runs.recovery import INBOX
 
 
 class Outcome(enum.Enum):
@@ -34,39 +35,48 @@ class Completion:
 
 def complete_step(completion: Completion, *, source: str = "worker") -> Outcome:
     """Record one result. The caller advances the run when the outcome is ACCEPTED."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=completion.run_id)
+        outcome = record_completion(run, completion, source=source)
+        if outcome is Outcome.ACCEPTED:
+            StepResult.objects.filter(run=run, step=completion.step).update(
+                executing=False, lease_expires_at=None, lease_owner=INBOX)
+    return outcome
+
+
+def record_completion(run: Run, completion: Completion, *, source: str = "worker") -> Outcome:
+    """Record one result in the run's inbox, or say why not (the caller holds the run's lock)."""
     c = completion
     key = completion_key(c.step, c.attempt, c.iteration)
-    with transaction.atomic():
-        run = Run.objects.select_for_update(of=("self",)).select_related("workflow").get(pk=c.run_id)
-        row = StepResult.objects.filter(run=run, step=c.step).first()
-        if row is None:
-            raise LookupError(f"run {run.pk} has no step {c.step!r}")
-        now = timezone.now()
-        spend = dict(run_id=run.pk, workflow=run.workflow.name, agent=row.agent, step=c.step, attempt=c.attempt,
+    row = StepResult.objects.filter(run=run, step=c.step).values("status", "attempt", "iteration", "fence",
+                                                                "agent").first()
+    if row is None:
+        raise LookupError(f"run {run.pk} has no step {c.step!r}")
+    now = timezone.now()
+
+    def spend() -> None:  # what the agent spent counts even when its result is not wanted
+        record_spend(run_id=run.pk, workflow=run.workflow.name, agent=row["agent"], step=c.step, attempt=c.attempt,
                      iteration=c.iteration, tokens=c.result.tokens, cost=c.result.cost, at=now)
-        if RunInput.objects.filter(run=run, key=key).exists():
-            record_spend(**spend)  # what the agent spent counts even when its result came too late
-            return Outcome.DUPLICATE
-        detail = {"source": source, "ok": c.result.ok, "error_code": c.result.error_code}
-        if run.finished:
-            record_spend(**spend)
-            audit("forge.step.result_after_end", run_id=run.pk, step=c.step, attempt=c.attempt, detail=detail,
-                  key=f"late:{run.pk}:{key}")
-            return Outcome.RUN_ENDED
-        current = row.status == StepStatus.RUNNING and row.attempt == c.attempt and row.iteration == c.iteration
-        if not current or (c.fence is not None and c.fence != row.fence):
-            record_spend(**spend)
-            audit("forge.step.stale_result_discarded", run_id=run.pk, step=c.step, attempt=c.attempt,
-                  detail={**detail, "fence": c.fence, "current_fence": row.fence, "status": row.status},
-                  key=f"stale:{run.pk}:{key}:{c.fence}")
-            return Outcome.STALE
-        event = c.result.event(_Call(c.step, c.attempt, c.iteration), now.timestamp())
-        try:
-            with transaction.atomic():
-                RunInput.objects.create(run=run, key=key, event=event.to_json(), due_at=now, created_at=now)
-        except IntegrityError:
-            return Outcome.DUPLICATE
-        StepResult.objects.filter(pk=row.pk).update(executing=False, lease_expires_at=None, lease_owner="")
+
+    if RunInput.objects.filter(run=run, key=key).exists():
+        spend()
+        return Outcome.DUPLICATE
+    detail = {"source": source, "ok": c.result.ok, "error_code": c.result.error_code}
+    if run.finished:
+        spend()
+        audit("forge.step.result_after_end", run_id=run.pk, step=c.step, attempt=c.attempt, detail=detail,
+              key=f"late:{run.pk}:{key}")
+        return Outcome.RUN_ENDED
+    current = row["status"] == StepStatus.RUNNING and row["attempt"] == c.attempt and row["iteration"] == c.iteration
+    if not current or (c.fence is not None and c.fence != row["fence"]):
+        spend()
+        audit("forge.step.stale_result_discarded", run_id=run.pk, step=c.step, attempt=c.attempt,
+              detail={**detail, "fence": c.fence, "current_fence": row["fence"], "status": row["status"]},
+              key=f"stale:{run.pk}:{key}:{c.fence}")
+        return Outcome.STALE
+    event = c.result.event(_Call(c.step, c.attempt, c.iteration), now.timestamp())
+    # The run's lock and the check above make the key new; the lease ends when the round writes the step.
+    RunInput.objects.create(run=run, key=key, event=event.to_json(), due_at=now, created_at=now)
     return Outcome.ACCEPTED
 
 

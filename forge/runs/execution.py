@@ -23,8 +23,9 @@ from django.utils import timezone
 from engine.executors import StepRequest
 from engine.interpreter.state import StepStatus
 from forge.audit.services import audit
+from forge.governance.context import configuration
 from forge.runs import agents, bridge, recovery
-from forge.runs.completion import Completion, Outcome, complete_step
+from forge.runs.completion import Completion
 from forge.runs.dispatching import completion_key, lease_until, request_of
 from forge.runs.models import Run, RunInput, StepResult
 from forge.runs.runtime import advance
@@ -52,11 +53,9 @@ def workdir(run_id: int) -> str:
 
 def claim_attempt(run_id: int, step: str, attempt: int, fence: int, *, resume: bool = False) -> Claim | None:
     """Take the attempt for this worker, or None when it is not this task's to run."""
-    from forge.governance.models import Agent
-
     now = timezone.now()
     with transaction.atomic():
-        run = Run.objects.select_for_update(of=("self",)).select_related("version", "workflow").get(pk=run_id)
+        run = Run.objects.select_for_update().get(pk=run_id)
         row = StepResult.objects.filter(run=run, step=step).first()
         if run.finished or row is None or row.status != StepStatus.RUNNING or row.attempt != attempt \
                 or row.fence != fence:
@@ -80,7 +79,7 @@ def claim_attempt(run_id: int, step: str, attempt: int, fence: int, *, resume: b
             fence = run.fences
         StepResult.objects.filter(pk=row.pk).update(executing=True, lease_owner=WORKER, fence=fence,
                                                     lease_expires_at=lease_until(now))
-        agent = Agent.objects.select_related("gateway").filter(name=row.agent).first()
+        agent = configuration().agents.get(row.agent)
         spec = bridge.workflow_of(run).by_id[step].model
     if agent is None:
         agent = _Missing(row.agent)
@@ -140,7 +139,5 @@ def execute_step(run_id: int, step: str, attempt: int, fence: int, resume: bool 
         StepResult.objects.filter(pk=claim.row_id, fence=claim.fence).update(
             executing=False, lease_owner=recovery.GATEWAY)
         return "deferred"
-    outcome = complete_step(Completion(run_id, step, attempt, claim.iteration, result, fence=claim.fence))
-    if outcome is Outcome.ACCEPTED:
-        advance(run_id)
+    outcome = advance(run_id, Completion(run_id, step, attempt, claim.iteration, result, fence=claim.fence))
     return outcome.value

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from django.db import transaction
-from django.db.models import Max, Min
+from django.db.models import Max, Min, Q
 from django.utils import timezone
 
 from engine.interpreter import commands as cmd
@@ -21,6 +21,7 @@ from engine.interpreter.machine import EventRejected
 from forge.audit.models import AuditEvent
 from forge.audit.services import SYSTEM
 from forge.runs import bridge, dispatching
+from forge.runs.completion import Completion, Outcome, record_completion
 from forge.runs.models import Approval, Checkpoint, Run, RunEvent, RunInput, StepResult
 
 log = logging.getLogger(__name__)
@@ -30,52 +31,70 @@ CHECKPOINT_EVERY = 50
 KEEP_CHECKPOINTS = 2
 
 
-def advance(run_id: int) -> None:
-    """Process every due input of the run, round after round, until none is left."""
+def advance(run_id: int, completion: Completion | None = None) -> Outcome | None:
+    """Process every due input of the run, round after round, until none is left.
+
+    A worker that just ran a step hands its `completion` in, so recording the
+    result and feeding it share the first round's transaction. The outcome of
+    recording it is returned.
+    """
+    outcome = None
     inline: list[dispatching.InlineCall] = []
     while True:
-        outcome = _round(run_id, [call.result_input() for call in inline])
-        if outcome is None:
-            return
-        inline = outcome.inline
+        work, recorded = _round(run_id, [call.result_input() for call in inline], completion)
+        if completion is not None:
+            outcome, completion = recorded, None
+        if work is None:
+            return outcome
+        inline = work.inline
         for call in inline:
             call.execute()
-        if not inline and not outcome.more:
-            return
+        if not inline and not work.more:
+            return outcome
 
 
-def _round(run_id: int, arrived: list[RunInput]) -> Round | None:
+def _round(run_id: int, arrived: list[RunInput],
+           completion: Completion | None) -> tuple[Round | None, Outcome | None]:
+    recorded = None
     try:
         with transaction.atomic():
-            run = Run.objects.select_for_update(of=("self",)).select_related("version", "workflow").get(pk=run_id)
+            run = Run.objects.select_for_update().get(pk=run_id)
             if arrived:
                 for item in arrived:
                     item.run = run
                 RunInput.objects.bulk_create(arrived, ignore_conflicts=True)
+            if completion is not None:
+                recorded = record_completion(run, completion)
+                if recorded is not Outcome.ACCEPTED:
+                    return None, recorded
             if run.finished:
-                return None
+                return None, recorded
             now = timezone.now()
             inputs = list(RunInput.objects.filter(run=run, processed_at=None, due_at__lte=now)
-                          .order_by("due_at", "id")[:BATCH])
+                          .order_by("due_at", "id").values_list("id", "key", "event")[:BATCH])
             if not inputs:
-                _set_wake(run, now)
-                return None
+                _set_wake(run)
+                return None, recorded
             work = Round(run, bridge.interpreter_of(run), now)
-            for item in inputs:
-                work.feed_input(item)
-            work.flush([item.pk for item in inputs])
+            for _, key, event in inputs:
+                work.feed_input(key, event)
+            work.flush([pk for pk, _, _ in inputs], full_batch=len(inputs) == BATCH)
     except BaseException:
         bridge.forget(run_id)
         raise
     bridge.remember(run, work.interpreter)
-    return work
+    return work, recorded
 
 
-def _set_wake(run: Run, now) -> None:
-    due = RunInput.objects.filter(run=run, processed_at=None).aggregate(due=Min("due_at"))["due"]
+def _set_wake(run: Run) -> None:
+    due = _next_due(run)
     if due != run.wake_at:
         Run.objects.filter(pk=run.pk).update(wake_at=due)
         run.wake_at = due
+
+
+def _next_due(run: Run):
+    return RunInput.objects.filter(run=run, processed_at=None).aggregate(due=Min("due_at"))["due"]
 
 
 class Round:
@@ -103,8 +122,8 @@ class Round:
 
     # -- feeding -----------------------------------------------------------------
 
-    def feed_input(self, item: RunInput) -> None:
-        self.feed(ev.event_from_json(item.event), item.key)
+    def feed_input(self, key: str, event: dict) -> None:
+        self.feed(ev.event_from_json(event), key)
         while self.immediate:
             self.feed(self.immediate.pop(0), None)
 
@@ -196,15 +215,15 @@ class Round:
 
     # -- writing ----------------------------------------------------------------------
 
-    def flush(self, processed: list[int]) -> None:
+    def flush(self, processed: list[int], *, full_batch: bool) -> None:
         run, state = self.run, self.interpreter.state
-        RunInput.objects.filter(pk__in=processed).update(processed_at=self.now)
-        dropped = self.timers_before - set(state.timers)
+        # A timer the interpreter no longer wants would only be ignored when it fires; retire it with the
+        # inputs fed, so the run neither wakes for it nor looks busy.
+        dropped = [f"timer:{t}" for t in self.timers_before - set(state.timers)]
+        retired = Q(pk__in=processed)
         if dropped:
-            # A timer the interpreter no longer wants would only be ignored when it fires; retire it now
-            # so the run neither wakes for it nor looks busy.
-            RunInput.objects.filter(run=run, key__in=[f"timer:{t}" for t in dropped], processed_at=None).update(
-                processed_at=self.now)
+            retired |= Q(run=run, key__in=dropped, processed_at=None)
+        RunInput.objects.filter(retired).update(processed_at=self.now)
         self.new_inputs = [item for item in self.new_inputs
                            if not item.key.startswith("timer:") or item.key[6:] in state.timers]
         if self.new_inputs:
@@ -222,9 +241,9 @@ class Round:
             run.status = state.status
         run.inputs_fed += self.fed
         run.progressed_at = self.now
-        due = RunInput.objects.filter(run=run, processed_at=None).aggregate(due=Min("due_at"))["due"]
-        self.more = due is not None and due <= self.now
-        run.wake_at = None if self.more else due
+        # This worker goes on at once when an input is already due; otherwise the clock wakes the run.
+        self.more = full_batch or any(item.due_at <= self.now for item in self.new_inputs)
+        run.wake_at = None if self.more or run.finished else _next_due(run)
         run.save(update_fields=["status", "error", "error_code", "started_at", "finished_at", "inputs_fed",
                                 "progressed_at", "wake_at", "fences"])
         self._checkpoint()
@@ -256,8 +275,8 @@ class Round:
 
     def _checkpoint(self) -> None:
         run = self.run
-        last = (Checkpoint.objects.filter(run=run).aggregate(n=Max("inputs_fed"))["n"] or 0)
-        if run.inputs_fed - last < CHECKPOINT_EVERY and not run.finished:
+        crossed = run.inputs_fed // CHECKPOINT_EVERY > (run.inputs_fed - self.fed) // CHECKPOINT_EVERY
+        if not (crossed or run.finished) or not self.fed:
             return
         event_id = RunEvent.objects.filter(run=run).aggregate(last=Max("id"))["last"] or 0
         Checkpoint.objects.create(run=run, inputs_fed=run.inputs_fed, event_id=event_id,

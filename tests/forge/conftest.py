@@ -13,18 +13,11 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
+from forge.governance.context import forget_configuration
 from forge.runs import bridge
 from forge.runs.models import Run, RunInput
 from forge.runs.runtime import advance
 from forge.workflows.services import workflow_version_save
-
-
-@pytest.fixture(autouse=True)
-def fresh_run_caches():
-    """Ids come back after each test's rollback, so a cached interpreter must not outlive its test."""
-    yield
-    bridge._INTERPRETERS.clear()
-    bridge._WORKFLOWS.clear()
 
 
 def _member(username: str, *groups: str) -> User:
@@ -75,18 +68,18 @@ def fast_forward(run: Run, *, rounds: int = 200) -> Run:
 
 @pytest.fixture(autouse=True)
 def fresh_runtime_caches():
-    """Forget the runtime's per-process caches (compiled workflows, interpreters) around every test.
+    """Forget the runtime's per-process caches (compiled workflows, interpreters, governance) around every test.
 
     They are keyed by version and run ids, which the database hands out again
     after a test's transaction is rolled back: without this, a run of one test
-    is driven by a workflow or an interpreter cached by an earlier test.
+    is driven by a workflow or an interpreter cached by an earlier test, or
+    governed by agents that were rolled back.
     """
-    from forge.runs import bridge
-
     def clear():
         with bridge._LOCK:
             bridge._INTERPRETERS.clear()
             bridge._WORKFLOWS.clear()
+        forget_configuration()
 
     clear()
     yield

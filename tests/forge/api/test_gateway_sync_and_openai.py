@@ -140,7 +140,8 @@ def test_a_malformed_result_from_the_gateway_fails_the_step(operator, save_workf
 
 def test_the_agents_url_wins_over_the_gateways_url(operator, save_workflow, local_server, http_agent,
                                                     django_capture_on_commit_callbacks):
-    Gateway.objects.filter(pk=http_agent.gateway_id).update(url="http://127.0.0.1:9/unused")
+    http_agent.gateway.url = "http://127.0.0.1:9/unused"
+    http_agent.gateway.save()
     local_server.reply = lambda seen: (200, {"ok": True, "outputs": {"summary": "s"}})
 
     run = start(operator, save_workflow(HTTP_WORKFLOW), django_capture_on_commit_callbacks)
@@ -151,8 +152,10 @@ def test_the_agents_url_wins_over_the_gateways_url(operator, save_workflow, loca
 
 def test_without_its_own_url_the_agent_uses_its_gateways_url(operator, save_workflow, local_server, http_agent,
                                                               django_capture_on_commit_callbacks):
-    Gateway.objects.filter(pk=http_agent.gateway_id).update(url=f"{local_server.url}/via-gateway")
-    Agent.objects.filter(pk=http_agent.pk).update(config={})
+    http_agent.gateway.url = f"{local_server.url}/via-gateway"
+    http_agent.gateway.save()
+    http_agent.config = {}
+    http_agent.save()
     local_server.reply = lambda seen: (200, {"ok": True, "outputs": {"summary": "s"}})
 
     run = start(operator, save_workflow(HTTP_WORKFLOW), django_capture_on_commit_callbacks)
@@ -244,7 +247,8 @@ def test_an_openai_step_completes_with_the_models_json_and_its_priced_usage(
 
 def test_the_agents_price_table_overrides_the_default(operator, save_workflow, local_server, openai_agent,
                                                       django_capture_on_commit_callbacks):
-    Agent.objects.filter(pk=openai_agent.pk).update(config={**openai_agent.config, "price_per_million": [1.0, 2.0]})
+    openai_agent.config = {**openai_agent.config, "price_per_million": [1.0, 2.0]}
+    openai_agent.save()
     local_server.reply = lambda seen: (200, chat_completion(json.dumps({"verdict": "reject", "score": 1, "notes": "n"}),
                                                             prompt_tokens=1_000_000, completion_tokens=500_000))
 

@@ -66,7 +66,9 @@ def mock_agent(name, **fields):
 
 class TestAgentStatus:
     def test_a_disabled_agent_fails_the_step_with_agent_disabled(self, operator, save_workflow):
-        Agent.objects.filter(name="mock").update(enabled=False)
+        disable = Agent.objects.get(name="mock")
+        disable.enabled = False
+        disable.save()
         run = start(operator, save_workflow, one_step())
         assert (step(run).status, step(run).error_code) == ("failed", "agent_disabled")
         assert "disabled" in step(run).error
@@ -200,7 +202,8 @@ class TestGatewayHealth:
         work = step(run)
         assert (work.status, work.wait, work.error_code) == ("pending", "gate_retry", "gateway_unreachable")
         assert blocked_codes(run) == ["gateway_unreachable"]
-        Gateway.objects.filter(pk=gateway.pk).update(healthy=True)
+        gateway.healthy = True
+        gateway.save()  # as an admin or a health check does: the next dispatch sees it
         run = fast_forward(run)
         assert run.status == "completed"
         assert step(run).outputs == {"done": True}
