@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,6 +130,7 @@ class RunState:
     now: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
+        """The state as JSON data; it shares containers with the state (use `copy()` for a snapshot)."""
         return {
             "version": STATE_VERSION, "run_id": self.run_id, "args": self.args, "options": self.options.to_json(),
             "status": self.status, "started_at": self.started_at, "finished_at": self.finished_at,
@@ -138,6 +140,10 @@ class RunState:
             "seq": self.seq, "now": self.now,
             "steps": {step_id: step.to_json() for step_id, step in self.steps.items()},
         }
+
+    def copy(self) -> RunState:
+        """An independent copy: advancing either leaves the other as it was."""
+        return RunState.from_json(copy.deepcopy(self.to_json()))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunState:

@@ -77,7 +77,7 @@ def run_inline(agent, request: StepRequest) -> StepResult:
 
 
 def enqueue_execution(run_id: int, step: str, attempt: int, fence: int, *, resume: bool = False) -> None:
-    from django_q.tasks import async_task
+    from forge.runs.tasks import enqueue
 
-    async_task("forge.runs.tasks.execute_step", run_id, step, attempt, fence, resume,
-               task_name=f"run {run_id} {step}#{attempt}"[:100])
+    enqueue("forge.runs.tasks.execute_step", run_id, step, attempt, fence, resume,
+            task_name=f"run {run_id} {step}#{attempt}")

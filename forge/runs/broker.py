@@ -18,7 +18,6 @@ from django.db import close_old_connections
 from django.utils import timezone
 from django_q.brokers.orm import ORM
 from django_q.brokers.redis_broker import Redis
-from django_q.tasks import async_task
 
 log = logging.getLogger(__name__)
 WAKE_BATCH = 100
@@ -30,6 +29,8 @@ class Clock:
         self.last_recovery = time.monotonic()
 
     def tick(self, broker) -> None:
+        from forge.runs.tasks import enqueue
+
         now = time.monotonic()
         if now - self.last_tick < settings.FORGE_TICK_S:
             return
@@ -38,7 +39,7 @@ class Clock:
             wake_due_runs(broker)
             if now - self.last_recovery >= settings.FORGE_RECOVERY_S:
                 self.last_recovery = now
-                async_task("forge.runs.tasks.recover", task_name="recover", broker=broker)
+                enqueue("forge.runs.tasks.recover", task_name="recover", broker=broker)
         except Exception:  # noqa: BLE001 - the clock must keep going; the next tick retries
             log.exception("waking due runs failed")
             close_old_connections()

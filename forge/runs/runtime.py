@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from django.db import transaction
-from django.db.models import Max, Min, Q
+from django.db.models import Max, Min
 from django.utils import timezone
 
 from engine.interpreter import commands as cmd
@@ -20,7 +20,7 @@ from engine.interpreter import events as ev
 from engine.interpreter.machine import EventRejected
 from forge.audit.models import AuditEvent
 from forge.audit.services import SYSTEM
-from forge.runs import bridge, dispatching
+from forge.runs import bridge, dispatching, store
 from forge.runs.completion import Completion, Outcome, record_completion
 from forge.runs.models import Approval, Checkpoint, Run, RunEvent, RunInput, StepResult
 
@@ -58,11 +58,11 @@ def _round(run_id: int, arrived: list[RunInput],
     recorded = None
     try:
         with transaction.atomic():
-            run = Run.objects.select_for_update().get(pk=run_id)
+            run = store.lock_run(run_id)
             if arrived:
                 for item in arrived:
                     item.run = run
-                RunInput.objects.bulk_create(arrived, ignore_conflicts=True)
+                store.insert(arrived, ignore_conflicts=True)
             if completion is not None:
                 recorded = record_completion(run, completion)
                 if recorded is not Outcome.ACCEPTED:
@@ -70,8 +70,7 @@ def _round(run_id: int, arrived: list[RunInput],
             if run.finished:
                 return None, recorded
             now = timezone.now()
-            inputs = list(RunInput.objects.filter(run=run, processed_at=None, due_at__lte=now)
-                          .order_by("due_at", "id").values_list("id", "key", "event")[:BATCH])
+            inputs = store.due_inputs(run.pk, now, BATCH)
             if not inputs:
                 _set_wake(run)
                 return None, recorded
@@ -89,7 +88,7 @@ def _round(run_id: int, arrived: list[RunInput],
 def _set_wake(run: Run) -> None:
     due = _next_due(run)
     if due != run.wake_at:
-        Run.objects.filter(pk=run.pk).update(wake_at=due)
+        store.update(Run, {"wake_at": due}, id=run.pk)
         run.wake_at = due
 
 
@@ -220,23 +219,17 @@ class Round:
         # A timer the interpreter no longer wants would only be ignored when it fires; retire it with the
         # inputs fed, so the run neither wakes for it nor looks busy.
         dropped = [f"timer:{t}" for t in self.timers_before - set(state.timers)]
-        retired = Q(pk__in=processed)
-        if dropped:
-            retired |= Q(run=run, key__in=dropped, processed_at=None)
-        RunInput.objects.filter(retired).update(processed_at=self.now)
+        store.retire_inputs(run.pk, processed, dropped, self.now)
         self.new_inputs = [item for item in self.new_inputs
                            if not item.key.startswith("timer:") or item.key[6:] in state.timers]
-        if self.new_inputs:
-            RunInput.objects.bulk_create(self.new_inputs, ignore_conflicts=True)
+        store.insert(self.new_inputs, ignore_conflicts=True)
         self._write_steps(state)
         self._write_approvals(state)
         if run.started_at is None and state.started_at is not None:
             run.started_at = bridge.to_datetime(state.started_at)
             self.audit("forge.run.running")
-        if self.events:
-            RunEvent.objects.bulk_create(self.events)
-        if self.audits:
-            AuditEvent.objects.bulk_create(self.audits)
+        store.insert(self.events)
+        store.insert(self.audits)
         if not run.finished:
             run.status = state.status
         run.inputs_fed += self.fed
@@ -244,8 +237,9 @@ class Round:
         # This worker goes on at once when an input is already due; otherwise the clock wakes the run.
         self.more = full_batch or any(item.due_at <= self.now for item in self.new_inputs)
         run.wake_at = None if self.more or run.finished else _next_due(run)
-        run.save(update_fields=["status", "error", "error_code", "started_at", "finished_at", "inputs_fed",
-                                "progressed_at", "wake_at", "fences"])
+        store.update(Run, {name: getattr(run, name) for name in (
+            "status", "error", "error_code", "started_at", "finished_at", "inputs_fed", "progressed_at", "wake_at",
+            "fences")}, id=run.pk)
         self._checkpoint()
         for callback in self.after_commit:
             transaction.on_commit(callback)
@@ -260,7 +254,7 @@ class Round:
             if st.status != "running" and "fence" not in extra:
                 fields.update(executing=False, lease_expires_at=None, lease_owner="")
             fields.update(extra)
-            StepResult.objects.filter(run=self.run, step=step).update(**fields)
+            store.update(StepResult, fields, run_id=self.run.pk, step=step)
 
     def _write_approvals(self, state) -> None:
         if self.new_approvals:

@@ -12,7 +12,6 @@ from django.utils import timezone
 from engine.arguments import ArgumentsInvalid, resolve_args
 from engine.interpreter import ApprovalDecided, CancelRequested
 from engine.interpreter.restart import restart_state
-from engine.interpreter.state import RunState
 from engine.problems import WorkflowInvalid
 from forge.accounts.roles import APPROVERS, can, group_names
 from forge.audit.services import actor_of, audit
@@ -87,7 +86,7 @@ def run_restart(*, user, run: Run, step: str) -> Run:
     workflow, _ = compile_version(run.version)
     if step not in workflow.by_id:
         raise ServiceError(f"the workflow has no step {step!r}; its steps are {', '.join(workflow.by_id)}")
-    previous = RunState.from_json(bridge.interpreter_of(run).state.to_json())  # a copy: the cached one stays as is
+    previous = bridge.interpreter_of(run).state.copy()  # the cached interpreter stays as it is
     with transaction.atomic():
         new = create_run(version=run.version, workflow=workflow, used_library=run.library, args=run.args, user=user,
                          restarted_from=run, restart_from_step=step, context_trust=run.context_trust,

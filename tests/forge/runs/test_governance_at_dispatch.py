@@ -4,6 +4,7 @@ Transactional database, so runs advance on commit; `fast_forward` brings
 gate-retry timers forward.
 """
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -231,3 +232,22 @@ class TestSpendRecords:
         assert run.status == "completed"
         assert list(TokenEvent.objects.order_by("attempt").values_list("attempt", "tokens")) == [(1, 100), (2, 100)]
         assert (step(run).tokens, step(run).cost) == (200, 0.5)
+
+
+class TestConfigurationChanges:
+    def test_a_change_made_by_another_process_governs_dispatches_after_the_refresh_interval(
+            self, operator, save_workflow, settings):
+        settings.FORGE_GOVERNANCE_REFRESH_S = 0.2
+        assert start(operator, save_workflow, one_step()).status == "completed"
+        # An update that sends no signal here, as a save in the console's process or another cluster does.
+        Agent.objects.filter(name="mock").update(enabled=False)
+        time.sleep(0.25)
+        run = start(operator, save_workflow, one_step(name="after_the_change"))
+        assert (run.status, step(run).error_code) == ("failed", "agent_disabled")
+
+    def test_a_save_in_this_process_governs_the_next_dispatch_at_once(self, operator, save_workflow, settings):
+        settings.FORGE_GOVERNANCE_REFRESH_S = 3600
+        assert start(operator, save_workflow, one_step()).status == "completed"
+        Policy.objects.create(name="no_mock", when="step.agent == 'mock'", effect="block", message="not today")
+        run = start(operator, save_workflow, one_step(name="after_the_policy"))
+        assert (run.status, step(run).error_code) == ("failed", "policy_blocked")
