@@ -80,9 +80,11 @@ else:
     # WAL lets readers run beside the one writer; IMMEDIATE takes the write lock
     # at BEGIN, so two writers queue on the busy timeout instead of failing with
     # "database is locked" when a read transaction tries to upgrade.
+    # Connections are kept (as on PostgreSQL): the queue's poller would otherwise reopen one on every poll.
     DATABASES = {"default": {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": env_str("FORGE_SQLITE_PATH") or str(DATA_DIR / "forge.sqlite3"),
+        "CONN_MAX_AGE": env_int("FORGE_DB_CONN_MAX_AGE", 60),
         "OPTIONS": {
             "transaction_mode": "IMMEDIATE",
             "timeout": env_int("FORGE_SQLITE_BUSY_TIMEOUT_S", 30, minimum=1),
@@ -137,6 +139,8 @@ FORGE_ALLOW_SELF_APPROVAL = env_bool("FORGE_ALLOW_SELF_APPROVAL", False)
 FORGE_LEASE_S = env_int("FORGE_LEASE_S", 30, minimum=2)
 FORGE_TICK_S = env_float("FORGE_TICK_S", 0.1, minimum=0.01)
 FORGE_RECOVERY_S = env_float("FORGE_RECOVERY_S", 5, minimum=0.1)
+FORGE_ORM_BUSY_S = env_float("FORGE_ORM_BUSY_S", 1.0, minimum=0)
+FORGE_ORM_BUSY_POLL_S = env_float("FORGE_ORM_BUSY_POLL_S", 0.005, minimum=0.001)
 FORGE_GOVERNANCE_REFRESH_S = env_float("FORGE_GOVERNANCE_REFRESH_S", 1.0, minimum=0)
 FORGE_MAX_RESTARTS = env_int("FORGE_MAX_RESTARTS", 3, minimum=0)
 FORGE_STALL_S = env_int("FORGE_STALL_S", 120, minimum=1)

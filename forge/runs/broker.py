@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 from django_q.brokers.orm import ORM
+from django_q.conf import Conf
 from django_q.brokers.redis_broker import Redis
 
 log = logging.getLogger(__name__)
@@ -59,13 +60,37 @@ def wake_due_runs(broker) -> int:
 
 
 class TickingORM(ORM):
+    """The ORM broker, polling every FORGE_ORM_BUSY_POLL_S while tasks keep coming.
+
+    A run's next task is queued a few milliseconds after its last one was
+    taken, just after a fixed-interval poller went back to sleep: every step
+    of a chain would wait a whole `poll`. So for FORGE_ORM_BUSY_S after a
+    task the queue is looked at often, and an idle cluster polls slowly.
+    """
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.clock = Clock()
+        self.busy_until = 0.0
 
     def dequeue(self):
         self.clock.tick(self)
-        return super().dequeue()
+        tasks = self.take()
+        now = time.monotonic()
+        if tasks:
+            self.busy_until = now + settings.FORGE_ORM_BUSY_S
+            return tasks
+        time.sleep(settings.FORGE_ORM_BUSY_POLL_S if now < self.busy_until else Conf.POLL)
+        return None
+
+    def take(self) -> list:
+        """django-q2's claim: a task whose lock this cluster moved forward first is its own."""
+        queue = self.get_connection()
+        taken = []
+        for task in queue.filter(key=self.list_key, lock__lt=timezone.now())[:Conf.BULK]:
+            if queue.filter(id=task.id, lock=task.lock).update(lock=self.timeout(task)):
+                taken.append((task.pk, task.payload))
+        return taken
 
 
 class TickingRedis(Redis):

@@ -11,6 +11,7 @@ from django.utils import timezone
 from engine.executors import StepResult as Result
 from engine.interpreter.state import StepStatus
 from forge.audit.services import audit
+from forge.runs import store
 from forge.runs.dispatching import completion_key, record_spend
 from forge.runs.models import Run, RunInput, StepResult
 from forge.runs.recovery import INBOX
@@ -36,7 +37,7 @@ class Completion:
 def complete_step(completion: Completion, *, source: str = "worker") -> Outcome:
     """Record one result. The caller advances the run when the outcome is ACCEPTED."""
     with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=completion.run_id)
+        run = store.lock_run(completion.run_id)
         outcome = record_completion(run, completion, source=source)
         if outcome is Outcome.ACCEPTED:
             StepResult.objects.filter(run=run, step=completion.step).update(
@@ -48,8 +49,7 @@ def record_completion(run: Run, completion: Completion, *, source: str = "worker
     """Record one result in the run's inbox, or say why not (the caller holds the run's lock)."""
     c = completion
     key = completion_key(c.step, c.attempt, c.iteration)
-    row = StepResult.objects.filter(run=run, step=c.step).values("status", "attempt", "iteration", "fence",
-                                                                "agent").first()
+    row = store.step_row(run.pk, c.step, "status", "attempt", "iteration", "fence", "agent")
     if row is None:
         raise LookupError(f"run {run.pk} has no step {c.step!r}")
     now = timezone.now()
@@ -58,7 +58,7 @@ def record_completion(run: Run, completion: Completion, *, source: str = "worker
         record_spend(run_id=run.pk, workflow=run.workflow.name, agent=row["agent"], step=c.step, attempt=c.attempt,
                      iteration=c.iteration, tokens=c.result.tokens, cost=c.result.cost, at=now)
 
-    if RunInput.objects.filter(run=run, key=key).exists():
+    if store.input_exists(run.pk, key):
         spend()
         return Outcome.DUPLICATE
     detail = {"source": source, "ok": c.result.ok, "error_code": c.result.error_code}
@@ -76,7 +76,7 @@ def record_completion(run: Run, completion: Completion, *, source: str = "worker
         return Outcome.STALE
     event = c.result.event(_Call(c.step, c.attempt, c.iteration), now.timestamp())
     # The run's lock and the check above make the key new; the lease ends when the round writes the step.
-    RunInput.objects.create(run=run, key=key, event=event.to_json(), due_at=now, created_at=now)
+    store.insert([RunInput(run=run, key=key, event=event.to_json(), due_at=now, created_at=now)])
     return Outcome.ACCEPTED
 
 

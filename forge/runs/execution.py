@@ -24,10 +24,10 @@ from engine.executors import StepRequest
 from engine.interpreter.state import StepStatus
 from forge.audit.services import audit
 from forge.governance.context import configuration
-from forge.runs import agents, bridge, recovery
+from forge.runs import agents, bridge, recovery, store
 from forge.runs.completion import Completion
 from forge.runs.dispatching import completion_key, lease_until, request_of
-from forge.runs.models import Run, RunInput, StepResult
+from forge.runs.models import Run, StepResult
 from forge.runs.runtime import advance
 
 WORKER = f"{socket.gethostname()}:{os.getpid()}"
@@ -55,36 +55,37 @@ def claim_attempt(run_id: int, step: str, attempt: int, fence: int, *, resume: b
     """Take the attempt for this worker, or None when it is not this task's to run."""
     now = timezone.now()
     with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run_id)
-        row = StepResult.objects.filter(run=run, step=step).first()
-        if run.finished or row is None or row.status != StepStatus.RUNNING or row.attempt != attempt \
-                or row.fence != fence:
+        run = store.lock_run(run_id)
+        row = store.step_row(run_id, step, "status", "attempt", "iteration", "fence", "executing", "lease_expires_at",
+                             "lease_owner", "agent", "dispatch")
+        if run.finished or row is None or row["status"] != StepStatus.RUNNING or row["attempt"] != attempt \
+                or row["fence"] != fence:
             return None
-        if RunInput.objects.filter(run=run, key=completion_key(step, attempt, row.iteration)).exists():
+        if store.input_exists(run_id, completion_key(step, attempt, row["iteration"])):
             return None  # its result is recorded and waits to be fed: running it again would repeat it
-        alive = row.lease_expires_at is not None and row.lease_expires_at > now
-        if (row.executing or resume) and alive:
+        alive = row["lease_expires_at"] is not None and row["lease_expires_at"] > now
+        if (row["executing"] or resume) and alive:
             return None
-        if row.executing or resume:
+        if row["executing"] or resume:
             # The worker that held this attempt died: resume, counted before the step runs again.
             run.restart_count += 1
             run.fences += 1
-            run.save(update_fields=["restart_count", "fences"])
+            store.update(Run, {"restart_count": run.restart_count, "fences": run.fences}, id=run.pk)
             audit("forge.run.resumed", run_id=run.pk, step=step, attempt=attempt,
-                  detail={"restart_count": run.restart_count, "previous_owner": row.lease_owner},
+                  detail={"restart_count": run.restart_count, "previous_owner": row["lease_owner"]},
                   key=f"resume:{run.pk}:{step}:{attempt}:{fence}")
             if run.restart_count > settings.FORGE_MAX_RESTARTS:
                 recovery.fail_crash_loop(run)
                 return None
             fence = run.fences
-        StepResult.objects.filter(pk=row.pk).update(executing=True, lease_owner=WORKER, fence=fence,
-                                                    lease_expires_at=lease_until(now))
-        agent = configuration().agents.get(row.agent)
+        store.update(StepResult, {"executing": True, "lease_owner": WORKER, "fence": fence,
+                                  "lease_expires_at": lease_until(now)}, id=row["id"])
+        agent = configuration().agents.get(row["agent"])
         spec = bridge.workflow_of(run).by_id[step].model
     if agent is None:
-        agent = _Missing(row.agent)
-    request = request_of(run_id, row.dispatch, spec, workdir(run_id))
-    return Claim(run_id, step, attempt, row.iteration, fence, row.pk, agent, request)
+        agent = _Missing(row["agent"])
+    request = request_of(run_id, row["dispatch"], spec, workdir(run_id))
+    return Claim(run_id, step, attempt, row["iteration"], fence, row["id"], agent, request)
 
 
 class _Missing:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from django.db import transaction
-from django.db.models import Max, Min
+from django.db.models import Max
 from django.utils import timezone
 
 from engine.interpreter import commands as cmd
@@ -86,14 +86,7 @@ def _round(run_id: int, arrived: list[RunInput],
 
 
 def _set_wake(run: Run) -> None:
-    due = _next_due(run)
-    if due != run.wake_at:
-        store.update(Run, {"wake_at": due}, id=run.pk)
-        run.wake_at = due
-
-
-def _next_due(run: Run):
-    return RunInput.objects.filter(run=run, processed_at=None).aggregate(due=Min("due_at"))["due"]
+    store.execute([store.updating(Run, {}, computed={"wake_at": store.next_due_sql(run.pk)}, id=run.pk)])
 
 
 class Round:
@@ -215,46 +208,50 @@ class Round:
     # -- writing ----------------------------------------------------------------------
 
     def flush(self, processed: list[int], *, full_batch: bool) -> None:
+        """Write the round; everything but approvals goes as one batch of statements."""
         run, state = self.run, self.interpreter.state
+        self._write_approvals(state)
         # A timer the interpreter no longer wants would only be ignored when it fires; retire it with the
         # inputs fed, so the run neither wakes for it nor looks busy.
         dropped = [f"timer:{t}" for t in self.timers_before - set(state.timers)]
-        store.retire_inputs(run.pk, processed, dropped, self.now)
+        writes = store.retiring_inputs(run.pk, processed, dropped, self.now)
         self.new_inputs = [item for item in self.new_inputs
                            if not item.key.startswith("timer:") or item.key[6:] in state.timers]
-        store.insert(self.new_inputs, ignore_conflicts=True)
-        self._write_steps(state)
-        self._write_approvals(state)
+        writes += store.inserting(self.new_inputs, ignore_conflicts=True)
+        writes += [self._step_write(state, step, extra) for step, extra in self.changed.items()]
         if run.started_at is None and state.started_at is not None:
             run.started_at = bridge.to_datetime(state.started_at)
             self.audit("forge.run.running")
-        store.insert(self.events)
-        store.insert(self.audits)
+        writes += store.inserting(self.events) + store.inserting(self.audits)
         if not run.finished:
             run.status = state.status
         run.inputs_fed += self.fed
         run.progressed_at = self.now
         # This worker goes on at once when an input is already due; otherwise the clock wakes the run.
         self.more = full_batch or any(item.due_at <= self.now for item in self.new_inputs)
-        run.wake_at = None if self.more or run.finished else _next_due(run)
-        store.update(Run, {name: getattr(run, name) for name in (
-            "status", "error", "error_code", "started_at", "finished_at", "inputs_fed", "progressed_at", "wake_at",
-            "fences")}, id=run.pk)
+        values = {name: getattr(run, name) for name in ("status", "error", "error_code", "started_at", "finished_at",
+                                                        "inputs_fed", "progressed_at", "fences")}
+        computed = None
+        if self.more or run.finished:
+            values["wake_at"] = None
+        else:
+            computed = {"wake_at": store.next_due_sql(run.pk)}
+        writes.append(store.updating(Run, values, computed=computed, id=run.pk))
+        store.execute(writes)
         self._checkpoint()
         for callback in self.after_commit:
             transaction.on_commit(callback)
 
-    def _write_steps(self, state) -> None:
-        for step, extra in self.changed.items():
-            st = state.steps[step]
-            fields = dict(status=st.status, wait=st.wait, attempt=st.attempt, iteration=st.iteration,
-                          outputs=st.outputs, stdout=st.stdout or "", error=st.error, error_code=st.error_code,
-                          tokens=st.tokens, cost=st.cost, started_at=bridge.to_datetime(st.started_at),
-                          finished_at=bridge.to_datetime(st.finished_at), updated_at=self.now)
-            if st.status != "running" and "fence" not in extra:
-                fields.update(executing=False, lease_expires_at=None, lease_owner="")
-            fields.update(extra)
-            store.update(StepResult, fields, run_id=self.run.pk, step=step)
+    def _step_write(self, state, step: str, extra: dict) -> store.Statement:
+        st = state.steps[step]
+        fields = dict(status=st.status, wait=st.wait, attempt=st.attempt, iteration=st.iteration,
+                      outputs=st.outputs, stdout=st.stdout or "", error=st.error, error_code=st.error_code,
+                      tokens=st.tokens, cost=st.cost, started_at=bridge.to_datetime(st.started_at),
+                      finished_at=bridge.to_datetime(st.finished_at), updated_at=self.now)
+        if st.status != "running" and "fence" not in extra:
+            fields.update(executing=False, lease_expires_at=None, lease_owner="")
+        fields.update(extra)
+        return store.updating(StepResult, fields, run_id=self.run.pk, step=step)
 
     def _write_approvals(self, state) -> None:
         if self.new_approvals:

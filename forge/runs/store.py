@@ -16,9 +16,10 @@ from typing import Any, Callable, Iterable
 from django.db import connection, models
 from django.db.models.constants import OnConflict
 
-from forge.runs.models import Run, RunInput
+from forge.runs.models import Run, RunInput, StepResult
 
 CHUNK = 500  # rows per INSERT, well under SQLite's limit of bound variables
+Statement = tuple[str, list]
 
 
 @functools.lru_cache(maxsize=None)
@@ -53,22 +54,31 @@ def _table(model: type[models.Model]) -> str:
 
 
 @functools.lru_cache(maxsize=512)
-def _update_sql(model: type[models.Model], columns: tuple[str, ...], where: tuple[str, ...]) -> str:
+def _update_sql(model: type[models.Model], columns: tuple[str, ...], computed: tuple[tuple[str, str], ...],
+                where: tuple[str, ...]) -> str:
     adapters = _adapters(model)
-    sets = ", ".join(f"{adapters[name][0]} = %s" for name in columns)
+    sets = ", ".join([f"{adapters[name][0]} = %s" for name in columns]
+                     + [f"{adapters[name][0]} = {sql}" for name, sql in computed])
     conditions = " AND ".join(f"{adapters[name][0] if name in adapters else name} = %s" for name in where)
     return f"UPDATE {_table(model)} SET {sets} WHERE {conditions}"
 
 
-def update(model: type[models.Model], values: dict[str, Any], **where: Any) -> int:
-    """UPDATE model SET values WHERE each `where` attname equals its value; the number of rows changed."""
+def updating(model: type[models.Model], values: dict[str, Any], *, computed: dict[str, Statement] | None = None,
+             **where: Any) -> Statement:
+    """UPDATE model SET values (and columns `computed` by SQL expressions) WHERE each `where` attname equals
+    its value."""
     adapters = _adapters(model)
     columns = tuple(values)
     params = [adapters[name][1](values[name]) for name in columns]
+    expressions = tuple((name, sql) for name, (sql, _) in (computed or {}).items())
+    for _, expression_params in (computed or {}).values():
+        params += expression_params
     params += [adapters[name][1](value) if name in adapters else value for name, value in where.items()]
-    with connection.cursor() as cursor:
-        cursor.execute(_update_sql(model, columns, tuple(where)), params)
-        return cursor.rowcount
+    return _update_sql(model, columns, expressions, tuple(where)), params
+
+
+def update(model: type[models.Model], values: dict[str, Any], **where: Any) -> None:
+    execute([updating(model, values, **where)])
 
 
 @functools.lru_cache(maxsize=512)
@@ -82,18 +92,36 @@ def _insert_sql(model: type[models.Model], rows: int, ignore_conflicts: bool) ->
             f"({', '.join(column for column, _ in adapters.values())}) VALUES {', '.join([one] * rows)} {suffix}")
 
 
-def insert(objects: Iterable[models.Model], *, ignore_conflicts: bool = False) -> None:
+def inserting(objects: Iterable[models.Model], *, ignore_conflicts: bool = False) -> list[Statement]:
     """INSERT new rows of one model (their primary keys are not read back)."""
     objects = list(objects)
     if not objects:
-        return
+        return []
     model = type(objects[0])
     adapters = _adapters(model)
+    statements = []
     for start in range(0, len(objects), CHUNK):
         chunk = objects[start:start + CHUNK]
         params = [adapt(getattr(obj, name)) for obj in chunk for name, (_, adapt) in adapters.items()]
-        with connection.cursor() as cursor:
-            cursor.execute(_insert_sql(model, len(chunk), ignore_conflicts), params)
+        statements.append((_insert_sql(model, len(chunk), ignore_conflicts), params))
+    return statements
+
+
+def insert(objects: Iterable[models.Model], *, ignore_conflicts: bool = False) -> None:
+    execute(inserting(objects, ignore_conflicts=ignore_conflicts))
+
+
+def execute(statements: list[Statement]) -> None:
+    """Run statements whose results are not read: on PostgreSQL in one round trip, as one query string
+    (Django's psycopg cursors bind parameters on the client, which allows several statements)."""
+    if not statements:
+        return
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql" and len(statements) > 1:
+            cursor.execute(";\n".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
+        else:
+            for sql, params in statements:
+                cursor.execute(sql, params)
 
 
 def lock_run(run_id: int) -> Run:
@@ -117,10 +145,10 @@ def due_inputs(run_id: int, now, limit: int) -> list[tuple[int, str, dict]]:
         return [(pk, k, json.loads(event) if isinstance(event, str) else event) for pk, k, event in cursor.fetchall()]
 
 
-def retire_inputs(run_id: int, ids: list[int], keys: list[str], now) -> None:
+def retiring_inputs(run_id: int, ids: list[int], keys: list[str], now) -> list[Statement]:
     """Mark inputs processed: those fed (by id) and those no longer wanted (by key)."""
     if not ids and not keys:
-        return
+        return []
     key, processed_at = (_adapters(RunInput)[name][0] for name in ("key", "processed_at"))
     conditions, params = [], [connection.ops.adapt_datetimefield_value(now)]
     if ids:
@@ -129,5 +157,43 @@ def retire_inputs(run_id: int, ids: list[int], keys: list[str], now) -> None:
     if keys:
         conditions.append(f"(run_id = %s AND {key} IN ({', '.join(['%s'] * len(keys))}) AND {processed_at} IS NULL)")
         params += [run_id, *keys]
+    return [(f"UPDATE {_table(RunInput)} SET {processed_at} = %s WHERE {' OR '.join(conditions)}", params)]
+
+
+def next_due_sql(run_id: int) -> Statement:
+    """A subquery: when the run's earliest unprocessed input falls due (NULL when none is left)."""
+    due_at, processed_at = (_adapters(RunInput)[name][0] for name in ("due_at", "processed_at"))
+    return (f"(SELECT MIN({due_at}) FROM {_table(RunInput)} WHERE run_id = %s AND {processed_at} IS NULL)",
+            [run_id])
+
+
+def step_row(run_id: int, step: str, *names: str) -> dict[str, Any] | None:
+    """The id and the named fields of one step's row, converted as the ORM would, or None."""
+    adapters = _adapters(StepResult)
+    columns = ", ".join(["id"] + [adapters[name][0] for name in names])
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {_table(RunInput)} SET {processed_at} = %s WHERE {' OR '.join(conditions)}", params)
+        cursor.execute(f"SELECT {columns} FROM {_table(StepResult)} WHERE run_id = %s AND {adapters['step'][0]} = %s",
+                       [run_id, step])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    found = {"id": row[0]}
+    for name, value in zip(names, row[1:]):
+        column, converters = _converters(StepResult, name)
+        for convert in converters:
+            value = convert(value, column, connection)
+        found[name] = value
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _converters(model: type[models.Model], name: str):
+    column = model._meta.get_field(name).get_col(model._meta.db_table)
+    return column, tuple(connection.ops.get_db_converters(column) + column.get_db_converters(connection))
+
+
+def input_exists(run_id: int, key: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {_table(RunInput)} WHERE run_id = %s AND {_adapters(RunInput)['key'][0]} = %s",
+                       [run_id, key])
+        return cursor.fetchone() is not None

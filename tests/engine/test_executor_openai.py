@@ -1,6 +1,5 @@
 """The `openai` agent against a real OpenAI-compatible server: a local HTTP server started by the tests."""
 
-import json
 import threading
 import time
 

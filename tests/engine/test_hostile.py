@@ -6,7 +6,6 @@ The corpus in `hostile/` holds the small documents (each says on its first line 
 attacks); the big ones are generated here, in memory.
 """
 
-import functools
 import itertools
 import json
 import string
@@ -18,8 +17,6 @@ from pathlib import Path
 
 import pytest
 
-import engine.validation
-import engine.yamlload
 from engine.validation import validate_source
 
 CORPUS = Path(__file__).parent / "hostile"
