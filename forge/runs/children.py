@@ -10,9 +10,8 @@ from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
 from engine.interpreter.state import RunStatus
 from engine.problems import WorkflowInvalid
-from forge.runs.creation import RunRefused, compile_version, create_run
+from forge.runs.creation import RunRefused, compile_version, create_run, referenced_version
 from forge.runs.models import Run, RunInput
-from forge.workflows.models import Workflow
 
 MAX_DEPTH = 16
 
@@ -36,12 +35,7 @@ def start_child(round_, command: cmd.StartChild) -> None:
 
     if depth(run) >= MAX_DEPTH:
         return failed(f"sub-workflows nest deeper than {MAX_DEPTH} levels")
-    workflow = Workflow.objects.filter(name=command.workflow).first()
-    versions = workflow.versions if workflow else None
-    version = None
-    if versions is not None:
-        version = (versions.filter(number=command.version).first() if command.version is not None
-                   else versions.order_by("-number").first())
+    version = referenced_version(command.workflow, command.version)
     if version is None:
         which = f" version {command.version}" if command.version is not None else ""
         return failed(f"there is no workflow {command.workflow!r}{which} to run as a sub-workflow")
@@ -54,7 +48,7 @@ def start_child(round_, command: cmd.StartChild) -> None:
                                parent_attempt=command.attempt, context_trust=run.context_trust)
     except (WorkflowInvalid, ArgumentsInvalid, RunRefused) as exc:
         return failed(f"{command.workflow}: {exc}")
-    round_.log("child", command.step, {"run": child.pk, "workflow": workflow.name, "version": version.number})
+    round_.log("child", command.step, {"run": child.pk, "workflow": command.workflow, "version": version.number})
     round_.audit("forge.run.child_started", step=command.step, attempt=command.attempt,
                  detail={"child_run": child.pk})
     round_.after_commit.append(lambda: enqueue_advance(child.pk))

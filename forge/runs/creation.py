@@ -30,6 +30,29 @@ def compile_version(version: WorkflowVersion) -> tuple[Workflow, dict[str, dict]
     return workflow, {name: entries[name] for name in sorted(used) if name in entries}
 
 
+def referenced_version(name: str, number: int | None) -> WorkflowVersion | None:
+    """The version a `workflow_ref` runs: the one it names, or the workflow's latest."""
+    versions = WorkflowVersion.objects.filter(workflow__name=name)
+    if number is not None:
+        return versions.filter(number=number).first()
+    return versions.order_by("-number").first()
+
+
+def check_references(workflow: Workflow, path: tuple[str, ...] = ()) -> None:
+    """Refuse a cycle of workflow references (spec section 10); a missing one fails its step when it starts."""
+    path = (*path, workflow.name)
+    for spec in workflow.steps:
+        ref = spec.model.ref
+        if ref is None:
+            continue
+        if ref.name in path:
+            cycle = " -> ".join((*path[path.index(ref.name):], ref.name))
+            raise RunRefused(f"workflow references form a cycle: {cycle}")
+        version = referenced_version(ref.name, ref.version)
+        if version is not None:
+            check_references(compile_version(version)[0], path)
+
+
 def options() -> Options:
     shell = tuple(Agent.objects.filter(provider="shell").order_by("name").values_list("name", flat=True))
     return Options(max_concurrency=settings.FORGE_RUNNER_CONCURRENCY,

@@ -15,7 +15,7 @@ from engine.interpreter.restart import restart_state
 from engine.problems import WorkflowInvalid
 from forge.accounts.roles import APPROVERS, can, group_names
 from forge.audit.services import actor_of, audit
-from forge.runs.creation import RunRefused, compile_version, create_run
+from forge.runs.creation import RunRefused, check_references, compile_version, create_run
 from forge.runs import bridge
 from forge.runs.models import Approval, Run, RunInput
 from forge.runs.tasks import enqueue_advance
@@ -45,6 +45,9 @@ def run_start(*, user, version: WorkflowVersion, args: dict[str, Any] | None = N
     try:
         workflow, used = compile_version(version)
         resolved = resolve_args(workflow.document, dict(args or {}), from_text=args_from_text)
+        check_references(workflow)
+    except RunRefused as exc:
+        raise ServiceError(str(exc)) from None
     except WorkflowInvalid as exc:
         raise ServiceError(f"{version} is not valid: {exc}") from None
     except ArgumentsInvalid as exc:
@@ -111,6 +114,18 @@ def may_decide(user, approval: Approval) -> str | None:
     return None
 
 
+def _timed_out(approval: Approval):
+    """When the approval's timeout fell due, if its timer has not been fed yet (the caller holds the run's lock)."""
+    state = bridge.interpreter_of(approval.run).state
+    timer_id = state.steps[approval.step].timer
+    timer = state.timers.get(timer_id) if timer_id else None
+    if not timer or timer["purpose"] != "approval_timeout":
+        return None
+    due = RunInput.objects.filter(run_id=approval.run_id, key=f"timer:{timer_id}", processed_at=None,
+                                  due_at__lte=timezone.now()).values_list("due_at", flat=True).first()
+    return due
+
+
 def approval_decide(*, user, approval: Approval, decision: str, comment: str = "") -> Approval:
     """Approve or reject an approval or a governance hold, or retry / skip / abort an escalation."""
     with transaction.atomic():
@@ -123,20 +138,33 @@ def approval_decide(*, user, approval: Approval, decision: str, comment: str = "
             raise ServiceError(f"this {approval.kind} was already {approval.status}")
         if approval.run.finished:
             raise ServiceError(f"run {approval.run_id} has ended ({approval.run.status})")
-        if decision not in approval.options:
-            raise ServiceError(f"{decision!r} does not answer this {approval.kind}; "
-                               f"choose one of {', '.join(approval.options)}")
-        now = timezone.now()
-        positive = decision in ("approve", "retry", "skip")
-        approval.status = Approval.APPROVED if positive else Approval.REJECTED
-        approval.decision, approval.comment, approval.decided_at = decision, comment, now
-        approval.decided_by = user
-        approval.save(update_fields=["status", "decision", "comment", "decided_at", "decided_by"])
-        event = ApprovalDecided(approval.step, decision, by=_name(user), comment=comment or None, at=now.timestamp())
-        RunInput.objects.create(run_id=approval.run_id, key=f"decision:{approval.key}", event=event.to_json(),
-                                due_at=now, created_at=now)
-        verb = {"approve": "approved", "reject": "rejected"}.get(decision, f"escalation_{decision}")
-        audit(f"forge.approval.{verb}", user=user, run_id=approval.run_id, step=approval.step,
-              attempt=approval.attempt, detail={"kind": approval.kind, "decision": decision, "comment": comment})
-        transaction.on_commit(lambda: enqueue_advance(approval.run_id))
+        timed_out = _timed_out(approval)
+        if timed_out:
+            # Nothing is decided; the run records the timeout (committing this block only queues that).
+            transaction.on_commit(lambda: enqueue_advance(approval.run_id))
+        else:
+            _decide(user, approval, decision, comment)
+    if timed_out:
+        raise ServiceError(f"this {approval.kind} timed out at {timed_out:%Y-%m-%d %H:%M:%S} UTC, before the "
+                           f"decision; the step ends as timed out")
     return approval
+
+
+def _decide(user, approval: Approval, decision: str, comment: str) -> None:
+    """Record the decision (inside the caller's transaction, which holds the run's lock)."""
+    if decision not in approval.options:
+        raise ServiceError(f"{decision!r} does not answer this {approval.kind}; "
+                           f"choose one of {', '.join(approval.options)}")
+    now = timezone.now()
+    positive = decision in ("approve", "retry", "skip")
+    approval.status = Approval.APPROVED if positive else Approval.REJECTED
+    approval.decision, approval.comment, approval.decided_at = decision, comment, now
+    approval.decided_by = user
+    approval.save(update_fields=["status", "decision", "comment", "decided_at", "decided_by"])
+    event = ApprovalDecided(approval.step, decision, by=_name(user), comment=comment or None, at=now.timestamp())
+    RunInput.objects.create(run_id=approval.run_id, key=f"decision:{approval.key}", event=event.to_json(),
+                            due_at=now, created_at=now)
+    verb = {"approve": "approved", "reject": "rejected"}.get(decision, f"escalation_{decision}")
+    audit(f"forge.approval.{verb}", user=user, run_id=approval.run_id, step=approval.step,
+          attempt=approval.attempt, detail={"kind": approval.kind, "decision": decision, "comment": comment})
+    transaction.on_commit(lambda: enqueue_advance(approval.run_id))

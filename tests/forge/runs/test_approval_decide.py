@@ -205,19 +205,13 @@ class TestBadDecisions:
         assert AuditEvent.objects.filter(code__startswith="forge.approval.", run_id=run.pk).exclude(
             code="forge.approval.requested").count() == 1
 
-    @pytest.mark.xfail(strict=True, reason="BUG: approval_decide checks only the Approval row; when the "
-                                           "approval's timeout timer is due but not yet fed, the decision is "
-                                           "accepted and audited, then the interpreter rejects it (the step "
-                                           "timed out) and the row keeps saying approved")
     def test_a_decision_after_the_approval_timed_out_is_not_recorded_as_approved(self, operator, approver,
                                                                                 save_workflow):
         run = start(save_workflow, operator, TIMED)
         # The 60 s passed while no worker advanced the run: the timeout timer is due but still unprocessed.
         RunInput.objects.filter(run=run, key__startswith="timer:").update(due_at=timezone.now())
-        try:
+        with pytest.raises(services.ServiceError, match="timed out at .* before the decision"):
             services.approval_decide(user=approver, approval=pending(run, "sign_off"), decision="approve")
-        except services.ServiceError:
-            pass
         run.refresh_from_db()
         assert (steps_of(run)["sign_off"].status, run.status) == ("timed_out", "failed")
         assert Approval.objects.get(run=run).status == Approval.EXPIRED
