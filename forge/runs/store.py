@@ -10,7 +10,6 @@ SQLite and PostgreSQL both run.
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any, Callable, Iterable
 
 from django.db import connection, models
@@ -142,7 +141,7 @@ def due_inputs(run_id: int, now, limit: int) -> list[tuple[int, str, dict]]:
         cursor.execute(f"SELECT id, {key}, event FROM {_table(RunInput)} WHERE run_id = %s AND {processed_at} IS NULL "
                        f"AND {due_at} <= %s ORDER BY {due_at}, id LIMIT %s",
                        [run_id, connection.ops.adapt_datetimefield_value(now), limit])
-        return [(pk, k, json.loads(event) if isinstance(event, str) else event) for pk, k, event in cursor.fetchall()]
+        return [(pk, k, _from_db(RunInput, "event", event)) for pk, k, event in cursor.fetchall()]
 
 
 def retiring_inputs(run_id: int, ids: list[int], keys: list[str], now) -> list[Statement]:
@@ -177,13 +176,15 @@ def step_row(run_id: int, step: str, *names: str) -> dict[str, Any] | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    found = {"id": row[0]}
-    for name, value in zip(names, row[1:]):
-        column, converters = _converters(StepResult, name)
-        for convert in converters:
-            value = convert(value, column, connection)
-        found[name] = value
-    return found
+    return {"id": row[0], **{name: _from_db(StepResult, name, value) for name, value in zip(names, row[1:])}}
+
+
+def _from_db(model: type[models.Model], name: str, value):
+    """A value read from the database, converted as the ORM converts that field's values."""
+    column, converters = _converters(model, name)
+    for convert in converters:
+        value = convert(value, column, connection)
+    return value
 
 
 @functools.lru_cache(maxsize=None)
