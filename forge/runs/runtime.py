@@ -27,6 +27,8 @@ from forge.runs.models import Approval, Checkpoint, Run, RunEvent, RunInput, Ste
 log = logging.getLogger(__name__)
 
 BATCH = 500
+# A checkpoint costs as much as the state is large (about one row per step), so a run checkpoints every
+# max(50, steps) inputs: that keeps its cost per input constant, and a rebuild replays at most that many.
 CHECKPOINT_EVERY = 50
 KEEP_CHECKPOINTS = 2
 
@@ -58,23 +60,23 @@ def _round(run_id: int, arrived: list[RunInput],
     recorded = None
     try:
         with transaction.atomic():
-            run = store.lock_run(run_id)
-            if arrived:
-                for item in arrived:
-                    item.run = run
-                store.insert(arrived, ignore_conflicts=True)
+            for item in arrived:
+                item.run_id = run_id
+            # Without a completion to record first, the due inputs are read in the same round trip as the lock.
+            due_by = timezone.now() if completion is None else None
+            run, inputs = store.open_round(run_id, arrived=arrived, due_by=due_by, limit=BATCH)
             if completion is not None:
                 recorded = record_completion(run, completion)
                 if recorded is not Outcome.ACCEPTED:
                     return None, recorded
             if run.finished:
                 return None, recorded
-            now = timezone.now()
-            inputs = store.due_inputs(run.pk, now, BATCH)
+            if inputs is None:
+                inputs = store.due_inputs(run.pk, timezone.now(), BATCH)
             if not inputs:
                 _set_wake(run)
                 return None, recorded
-            work = Round(run, bridge.interpreter_of(run), now)
+            work = Round(run, bridge.interpreter_of(run), timezone.now())
             for _, key, event in inputs:
                 work.feed_input(key, event)
             work.flush([pk for pk, _, _ in inputs], full_batch=len(inputs) == BATCH)
@@ -266,7 +268,8 @@ class Round:
 
     def _checkpoint(self) -> None:
         run = self.run
-        crossed = run.inputs_fed // CHECKPOINT_EVERY > (run.inputs_fed - self.fed) // CHECKPOINT_EVERY
+        every = max(CHECKPOINT_EVERY, len(self.workflow.steps))
+        crossed = run.inputs_fed // every > (run.inputs_fed - self.fed) // every
         if not (crossed or run.finished) or not self.fed:
             return
         event_id = RunEvent.objects.filter(run=run).aggregate(last=Max("id"))["last"] or 0

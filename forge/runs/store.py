@@ -9,8 +9,9 @@ SQLite and PostgreSQL both run.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from django.db import connection, models
 from django.db.models.constants import OnConflict
@@ -111,37 +112,81 @@ def insert(objects: Iterable[models.Model], *, ignore_conflicts: bool = False) -
 
 
 def execute(statements: list[Statement]) -> None:
-    """Run statements whose results are not read: on PostgreSQL in one round trip, as one query string
-    (Django's psycopg cursors bind parameters on the client, which allows several statements)."""
+    """Run statements whose results are not read (on PostgreSQL in one round trip)."""
     if not statements:
         return
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql" and len(statements) > 1:
-            cursor.execute(";\n".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
-        else:
-            for sql, params in statements:
-                cursor.execute(sql, params)
+    with connection.cursor() as cursor, pipeline():
+        for sql, params in statements:
+            cursor.execute(sql, params)
+
+
+@contextlib.contextmanager
+def pipeline() -> Iterator[None]:
+    """On PostgreSQL, the statements executed inside go to the server together, in one round trip when a
+    result is read or the block ends (psycopg's pipeline mode). Only for statements whose row counts the
+    caller does not read: those are known only once the pipeline syncs."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    connection.ensure_connection()
+    with connection.wrap_database_errors, connection.connection.pipeline():
+        yield
+
+
+def open_round(run_id: int, *, arrived: Iterable[models.Model] = (), due_by=None,
+               limit: int = 0) -> tuple[Run, list[tuple[int, str, dict]] | None]:
+    """Lock the run's row until the transaction ends, insert the `arrived` inputs, and (given `due_by`) read
+    the due inputs: on PostgreSQL all in one round trip, the transaction's BEGIN included."""
+    with connection.cursor() as locking, connection.cursor() as writing, connection.cursor() as reading, \
+            pipeline():
+        locking.execute(_lock_sql(), [run_id])
+        for sql, params in inserting(arrived, ignore_conflicts=True):
+            writing.execute(sql, params)
+        if due_by is not None:
+            reading.execute(*_due_inputs_sql(run_id, due_by, limit))
+        row = locking.fetchone()
+        if row is None:
+            raise Run.DoesNotExist(f"run {run_id} does not exist")
+        inputs = None if due_by is None else _inputs_of(reading.fetchall())
+    names, fields = _row_fields(Run)
+    return Run.from_db(connection.alias, names, [_from_db(Run, f, v) for f, v in zip(fields, row)]), inputs
 
 
 def lock_run(run_id: int) -> Run:
     """The run's row, locked until the transaction ends (on SQLite the transaction holds the write lock)."""
-    sql = f"SELECT * FROM {_table(Run)} WHERE id = %s"
-    if connection.features.has_select_for_update:
-        sql += " FOR UPDATE"
-    found = list(Run.objects.raw(sql, [run_id]))
-    if not found:
-        raise Run.DoesNotExist(f"run {run_id} does not exist")
-    return found[0]
+    return open_round(run_id)[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _row_fields(model: type[models.Model]) -> tuple[list[str], list[str]]:
+    """The attnames and names of the model's concrete fields, in the order `_lock_sql` selects them."""
+    fields = model._meta.concrete_fields
+    return [f.attname for f in fields], [f.name for f in fields]
+
+
+@functools.lru_cache(maxsize=None)
+def _lock_sql() -> str:
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in Run._meta.concrete_fields)
+    sql = f"SELECT {columns} FROM {_table(Run)} WHERE id = %s"
+    return sql + " FOR UPDATE" if connection.features.has_select_for_update else sql
+
+
+def _due_inputs_sql(run_id: int, due_by, limit: int) -> Statement:
+    key, due_at, processed_at = (_adapters(RunInput)[name][0] for name in ("key", "due_at", "processed_at"))
+    return (f"SELECT id, {key}, event FROM {_table(RunInput)} WHERE run_id = %s AND {processed_at} IS NULL "
+            f"AND {due_at} <= %s ORDER BY {due_at}, id LIMIT %s",
+            [run_id, connection.ops.adapt_datetimefield_value(due_by), limit])
+
+
+def _inputs_of(rows) -> list[tuple[int, str, dict]]:
+    return [(pk, key, _from_db(RunInput, "event", event)) for pk, key, event in rows]
 
 
 def due_inputs(run_id: int, now, limit: int) -> list[tuple[int, str, dict]]:
     """(id, key, event) of the run's unprocessed inputs due by `now`, oldest first."""
-    key, due_at, processed_at = (_adapters(RunInput)[name][0] for name in ("key", "due_at", "processed_at"))
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id, {key}, event FROM {_table(RunInput)} WHERE run_id = %s AND {processed_at} IS NULL "
-                       f"AND {due_at} <= %s ORDER BY {due_at}, id LIMIT %s",
-                       [run_id, connection.ops.adapt_datetimefield_value(now), limit])
-        return [(pk, k, _from_db(RunInput, "event", event)) for pk, k, event in cursor.fetchall()]
+        cursor.execute(*_due_inputs_sql(run_id, now, limit))
+        return _inputs_of(cursor.fetchall())
 
 
 def retiring_inputs(run_id: int, ids: list[int], keys: list[str], now) -> list[Statement]:
