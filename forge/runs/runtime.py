@@ -59,11 +59,12 @@ def _round(run_id: int, arrived: list[RunInput],
            completion: Completion | None) -> tuple[Round | None, Outcome | None]:
     recorded = None
     try:
-        with transaction.atomic():
+        # On PostgreSQL the round's BEGIN, lock and read of due inputs go in one round trip, its writes in
+        # another, then the COMMIT. Code in a round must not read the row count of a write (see store.pipeline).
+        with transaction.atomic(), store.pipeline():
             for item in arrived:
                 item.run_id = run_id
-            # Without a completion to record first, the due inputs are read in the same round trip as the lock.
-            due_by = timezone.now() if completion is None else None
+            due_by = timezone.now() if completion is None else None  # a completion is recorded before the read
             run, inputs = store.open_round(run_id, arrived=arrived, due_by=due_by, limit=BATCH)
             if completion is not None:
                 recorded = record_completion(run, completion)

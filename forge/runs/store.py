@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from django.db import connection, models
 from django.db.models.constants import OnConflict
+from psycopg import pq
 
 from forge.runs.models import Run, RunInput, StepResult
 
@@ -123,12 +124,16 @@ def execute(statements: list[Statement]) -> None:
 @contextlib.contextmanager
 def pipeline() -> Iterator[None]:
     """On PostgreSQL, the statements executed inside go to the server together, in one round trip when a
-    result is read or the block ends (psycopg's pipeline mode). Only for statements whose row counts the
-    caller does not read: those are known only once the pipeline syncs."""
+    result is read or the block ends (psycopg's pipeline mode; inside another pipeline, that one's). Only
+    for statements whose row counts the caller does not read: those are known only once the pipeline syncs,
+    and so is a failure, which then arrives as Django's error."""
     if connection.vendor != "postgresql":
         yield
         return
     connection.ensure_connection()
+    if connection.connection.pgconn.pipeline_status != pq.PipelineStatus.OFF:
+        yield
+        return
     with connection.wrap_database_errors, connection.connection.pipeline():
         yield
 
