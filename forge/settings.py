@@ -16,10 +16,15 @@ DATA_DIR = Path(env_str("FORGE_DATA_DIR") or BASE_DIR / "var")
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("FORGE_DEBUG", False)
+# bin/serve keeps a key in the data folder, so `forge` in another terminal finds the same one.
+KEPT_SECRET_KEY = DATA_DIR / "secret_key"
 SECRET_KEY = env_secret("FORGE_SECRET_KEY")
+if not SECRET_KEY and KEPT_SECRET_KEY.is_file():
+    SECRET_KEY = KEPT_SECRET_KEY.read_text().strip()
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("set FORGE_SECRET_KEY (or FORGE_SECRET_KEY_FILE); bin/serve makes one for you")
+        raise ImproperlyConfigured(f"set FORGE_SECRET_KEY (or FORGE_SECRET_KEY_FILE), or start Forge once with "
+                                   f"bin/serve, which keeps one in {KEPT_SECRET_KEY}")
     SECRET_KEY = "django-insecure-forge-debug-only"
 ALLOWED_HOSTS = env_list("FORGE_ALLOWED_HOSTS", ("localhost", "127.0.0.1", "[::1]"))
 CSRF_TRUSTED_ORIGINS = env_list("FORGE_CSRF_TRUSTED_ORIGINS")

@@ -40,3 +40,12 @@ def test_a_bad_boolean_in_the_environment_fails_loudly(tmp_path):
     done = manage("check", tmp_path=tmp_path, FORGE_DEBUG="maybe")
     assert done.returncode != 0
     assert "FORGE_DEBUG='maybe' is not a boolean" in done.stderr
+
+
+def test_the_key_bin_serve_keeps_in_the_data_folder_is_used_without_one_in_the_environment(tmp_path):
+    """`forge` in a second terminal, next to a console started by bin/serve, finds the same key."""
+    (tmp_path / "secret_key").write_text("kept-" + "k9" * 30 + "\n")
+    done = manage("shell", "-c", "from django.conf import settings; print(settings.SECRET_KEY)", tmp_path=tmp_path,
+                  FORGE_SECRET_KEY="")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "kept-" + "k9" * 30
