@@ -144,7 +144,7 @@ class Round:
             _APPLY[type(command)](self, command)
 
     def log(self, kind: str, step: str, data: dict) -> None:
-        self.events.append(RunEvent(run=self.run, kind=kind, step=step, data=data, at=self.now))
+        self.events.append(RunEvent(run_id=self.run.pk, kind=kind, step=step, data=data, at=self.now))
 
     def audit(self, code: str, *, step: str = "", attempt: int | None = None, target: str = "",
               detail: dict | None = None) -> None:
@@ -152,7 +152,7 @@ class Round:
                                       attempt=attempt, target=target or f"run:{self.run.pk}", detail=detail or {}))
 
     def add_input(self, key: str, event, due_at=None) -> None:
-        self.new_inputs.append(RunInput(run=self.run, key=key, event=event.to_json(), due_at=due_at or self.now,
+        self.new_inputs.append(RunInput(run_id=self.run.pk, key=key, event=event.to_json(), due_at=due_at or self.now,
                                         created_at=self.now))
 
     def step_fields(self, step: str) -> dict:
