@@ -113,16 +113,20 @@ def insert(objects: Iterable[models.Model], *, ignore_conflicts: bool = False) -
     execute(inserting(objects, ignore_conflicts=ignore_conflicts))
 
 
-@contextlib.contextmanager
-def _cursor() -> Iterator[Any]:
+def _cursor():
     """A cursor for these statements. On PostgreSQL it is psycopg's own, which binds parameters on the server
-    with its compiled dumpers: Django's binds them on the client, in Python, for ~10 statements a round."""
+    with its compiled dumpers (Django's quotes each one in Python, for ~10 statements a round); its errors
+    become Django's in `pipeline()`, or in `_reading()`."""
     if connection.vendor != "postgresql":
-        with connection.cursor() as cursor:
-            yield cursor
-        return
+        return connection.cursor()
     connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+    return psycopg.Cursor(connection.connection)
+
+
+@contextlib.contextmanager
+def _reading() -> Iterator[Any]:
+    """A cursor for a read outside a pipeline."""
+    with connection.wrap_database_errors, _cursor() as cursor:
         yield cursor
 
 
@@ -130,7 +134,7 @@ def execute(statements: list[Statement]) -> None:
     """Run statements whose results are not read (on PostgreSQL in one round trip)."""
     if not statements:
         return
-    with _cursor() as cursor, pipeline():
+    with pipeline(), _cursor() as cursor:
         for sql, params in statements:
             cursor.execute(sql, params)
 
@@ -156,10 +160,10 @@ def open_round(run_id: int, *, arrived: Iterable[models.Model] = (), due_by=None
                limit: int = 0) -> tuple[Run, list[tuple[int, str, dict]] | None]:
     """Lock the run's row until the transaction ends, insert the `arrived` inputs, and (given `due_by`) read
     the due inputs: on PostgreSQL all in one round trip, the transaction's BEGIN included."""
-    with _cursor() as locking, _cursor() as writing, _cursor() as reading, pipeline():
+    with pipeline(), _cursor() as locking, _cursor() as reading:
         locking.execute(_lock_sql(), [run_id])
         for sql, params in inserting(arrived, ignore_conflicts=True):
-            writing.execute(sql, params)
+            reading.execute(sql, params)
         if due_by is not None:
             reading.execute(*_due_inputs_sql(run_id, due_by, limit))
         row = locking.fetchone()
@@ -202,7 +206,7 @@ def _inputs_of(rows) -> list[tuple[int, str, dict]]:
 
 def due_inputs(run_id: int, now, limit: int) -> list[tuple[int, str, dict]]:
     """(id, key, event) of the run's unprocessed inputs due by `now`, oldest first."""
-    with _cursor() as cursor:
+    with _reading() as cursor:
         cursor.execute(*_due_inputs_sql(run_id, now, limit))
         return _inputs_of(cursor.fetchall())
 
@@ -233,7 +237,7 @@ def step_row(run_id: int, step: str, *names: str) -> dict[str, Any] | None:
     """The id and the named fields of one step's row, converted as the ORM would, or None."""
     adapters = _adapters(StepResult)
     columns = ", ".join(["id"] + [adapters[name][0] for name in names])
-    with _cursor() as cursor:
+    with _reading() as cursor:
         cursor.execute(f"SELECT {columns} FROM {_table(StepResult)} WHERE run_id = %s AND {adapters['step'][0]} = %s",
                        [run_id, step])
         row = cursor.fetchone()
@@ -257,7 +261,7 @@ def _converters(model: type[models.Model], name: str):
 
 
 def input_exists(run_id: int, key: str) -> bool:
-    with _cursor() as cursor:
+    with _reading() as cursor:
         cursor.execute(f"SELECT 1 FROM {_table(RunInput)} WHERE run_id = %s AND {_adapters(RunInput)['key'][0]} = %s",
                        [run_id, key])
         return cursor.fetchone() is not None
