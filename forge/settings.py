@@ -81,6 +81,11 @@ TEMPLATES = [{
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("FORGE_DB_CONN_MAX_AGE", 60))}
+    # The runtime's statements (forge/runs/store.py) are prepared after 5 uses: planning them anew took a
+    # quarter of a step. Django's own cursors never prepare. Off for a pooler that cannot keep them
+    # (PgBouncer in transaction mode before 1.21).
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
+        5 if env_bool("FORGE_DB_PREPARED_STATEMENTS", True) else None)
 else:
     # WAL lets readers run beside the one writer; IMMEDIATE takes the write lock
     # at BEGIN, so two writers queue on the busy timeout instead of failing with
