@@ -150,10 +150,14 @@ def pipeline() -> Iterator[None]:
         return
     connection.ensure_connection()
     if connection.connection.pgconn.pipeline_status != pq.PipelineStatus.OFF:
-        yield
+        yield  # the outer pipeline sends these too, and turns their errors into Django's
         return
-    with connection.wrap_database_errors, connection.connection.pipeline():
-        yield
+    with connection.wrap_database_errors:
+        if not psycopg.Pipeline.is_supported():  # a libpq older than 14: a round trip per statement
+            yield
+            return
+        with connection.connection.pipeline():
+            yield
 
 
 def open_round(run_id: int, *, arrived: Iterable[models.Model] = (), due_by=None,
