@@ -28,27 +28,24 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 
 def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number") from None
-    if minimum is not None and value < minimum:
-        raise ImproperlyConfigured(f"{name}={value} is below its minimum {minimum}")
-    return value
+    return _number(name, default, int, "a whole number", minimum)
 
 
 def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    return _number(name, default, float, "a number", minimum)
+
+
+def _number(name: str, default, parse, kind: str, minimum):
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        value = float(raw)
+        value = parse(raw)
     except ValueError:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
-    if value != value or (minimum is not None and value < minimum):
+        raise ImproperlyConfigured(f"{name}={raw!r} is not {kind}") from None
+    if value != value:  # NaN
+        raise ImproperlyConfigured(f"{name}={raw!r} is not {kind}")
+    if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}={raw!r} is below its minimum {minimum}")
     return value
 

@@ -5,25 +5,19 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from forge.write_once import WriteOnceQuerySet
+
 
 class AppendOnly(Exception):
     """Raised on any attempt to change or remove an audit row."""
 
 
-class AuditQuerySet(models.QuerySet):
-    def update(self, **kwargs):
-        raise AppendOnly("audit events are never updated")
+class AuditQuerySet(WriteOnceQuerySet):
+    def refused(self) -> Exception:
+        return AppendOnly("audit events are never updated or rewritten")
 
     def delete(self):
         raise AppendOnly("audit events are never deleted")
-
-    def bulk_update(self, objs, fields, batch_size=None):
-        raise AppendOnly("audit events are never updated")
-
-    def bulk_create(self, objs, *args, **kwargs):
-        if kwargs.get("update_conflicts"):
-            raise AppendOnly("audit events are never rewritten by an upsert")
-        return super().bulk_create(objs, *args, **kwargs)
 
 
 class AuditEvent(models.Model):

@@ -8,6 +8,10 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from forge.write_once import WriteOnceQuerySet
+
+IMMUTABLE = "a workflow version is immutable; save a new version instead"
+
 
 def content_hash(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
@@ -30,17 +34,9 @@ class Workflow(models.Model):
         return self.versions.order_by("-number").first()
 
 
-class ImmutableVersions(models.QuerySet):
-    def update(self, **kwargs):
-        raise ValueError("a workflow version is immutable; save a new version instead")
-
-    def bulk_update(self, objs, fields, batch_size=None):
-        raise ValueError("a workflow version is immutable; save a new version instead")
-
-    def bulk_create(self, objs, *args, **kwargs):
-        if kwargs.get("update_conflicts"):
-            raise ValueError("a workflow version is immutable; save a new version instead")
-        return super().bulk_create(objs, *args, **kwargs)
+class ImmutableVersions(WriteOnceQuerySet):
+    def refused(self) -> Exception:
+        return ValueError(IMMUTABLE)
 
 
 class WorkflowVersion(models.Model):
@@ -69,7 +65,7 @@ class WorkflowVersion(models.Model):
 
     def save(self, *args, **kwargs):
         if self.pk is not None:
-            raise ValueError("a workflow version is immutable; save a new version instead")
+            raise ValueError(IMMUTABLE)
         self.content_hash = content_hash(self.source)
         super().save(*args, **kwargs)
 
