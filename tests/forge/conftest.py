@@ -15,12 +15,12 @@ from django.utils import timezone
 
 from forge.governance.context import forget_configuration
 from forge.runs import bridge
-from forge.runs.models import Run, RunInput
+from forge.runs.models import Run, RunInput, StepResult
 from forge.runs.runtime import advance
 from forge.workflows.services import workflow_version_save
 
 
-def _member(username: str, *groups: str) -> User:
+def member(username: str, *groups: str) -> User:
     user = User.objects.create_user(username, password="pw-" + username)
     for name in groups:
         user.groups.add(Group.objects.get(name=name))
@@ -29,22 +29,22 @@ def _member(username: str, *groups: str) -> User:
 
 @pytest.fixture
 def operator(db):
-    return _member("olive", "Operators")
+    return member("olive", "Operators")
 
 
 @pytest.fixture
 def approver(db):
-    return _member("april", "Approvers")
+    return member("april", "Approvers")
 
 
 @pytest.fixture
 def admin_user(db):
-    return _member("adam", "Admins")
+    return member("adam", "Admins")
 
 
 @pytest.fixture
 def outsider(db):
-    return _member("oscar")
+    return member("oscar")
 
 
 @pytest.fixture
@@ -52,6 +52,11 @@ def save_workflow(db):
     def save(source: str, user=None):
         return workflow_version_save(user=user, source=source)
     return save
+
+
+def steps_of(run: Run) -> dict[str, StepResult]:
+    """The run's step rows by step id."""
+    return {row.step: row for row in StepResult.objects.filter(run=run)}
 
 
 def fast_forward(run: Run, *, rounds: int = 200) -> Run:

@@ -16,6 +16,7 @@ from forge.audit.models import AuditEvent
 from forge.governance.models import Agent, Gateway, TokenEvent
 from forge.runs import services
 from forge.runs.models import Checkpoint, Run, RunEvent, RunInput, StepResult
+from tests.forge.conftest import steps_of
 
 pytestmark = pytest.mark.django_db
 
@@ -62,9 +63,6 @@ def start(user, version, capture) -> Run:
     run.refresh_from_db()
     return run
 
-
-def steps_of(run: Run) -> dict[str, StepResult]:
-    return {row.step: row for row in StepResult.objects.filter(run=run)}
 
 
 # -- http: the gateway answers with the result ---------------------------------------------------------------------

@@ -24,6 +24,7 @@ from forge.governance.models import Agent, Gateway, TokenEvent
 from forge.runs import services
 from forge.runs.models import Run, RunEvent, RunInput, StepResult
 from forge.runs.recovery import GATEWAY, TIMEOUT_GRACE_S, enforce_timeouts
+from tests.forge.conftest import steps_of
 
 pytestmark = pytest.mark.django_db
 
@@ -79,9 +80,6 @@ def post(client, body, token: str | None = None, *, raw: bool = False, **headers
         headers.setdefault("HTTP_X_GATEWAY_TOKEN", token)
     return client.post(URL, data, content_type="application/json", **headers)
 
-
-def steps_of(run: Run) -> dict[str, StepResult]:
-    return {row.step: row for row in StepResult.objects.filter(run=run)}
 
 
 def snapshot(run: Run) -> dict:

@@ -6,7 +6,6 @@ advances the run at once, as it does on a cluster.
 """
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.core.exceptions import PermissionDenied
 from django.test import override_settings
 from django.utils import timezone
@@ -14,6 +13,7 @@ from django.utils import timezone
 from forge.audit.models import AuditEvent
 from forge.runs import services
 from forge.runs.models import Approval, RunInput, StepResult
+from tests.forge.conftest import member, steps_of
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -65,13 +65,6 @@ steps:
 """
 
 
-def member(username, *groups):
-    user = User.objects.create_user(username, password="pw-" + username)
-    for name in groups:
-        user.groups.add(Group.objects.get(name=name))
-    return user
-
-
 def start(save_workflow, user, source=SIGN_OFF):
     run = services.run_start(user=user, version=save_workflow(source))
     run.refresh_from_db()
@@ -81,9 +74,6 @@ def start(save_workflow, user, source=SIGN_OFF):
 def pending(run, step):
     return Approval.objects.get(run=run, step=step, status=Approval.PENDING)
 
-
-def steps_of(run):
-    return {s.step: s for s in StepResult.objects.filter(run=run)}
 
 
 def snapshot(run, approval):

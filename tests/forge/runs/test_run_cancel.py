@@ -17,6 +17,7 @@ from forge.audit.models import AuditEvent
 from forge.runs import services
 from forge.runs.execution import execute_step
 from forge.runs.models import Approval, RunInput, StepResult
+from tests.forge.conftest import steps_of
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -50,9 +51,6 @@ steps:
     depends_on: [nap]
 """
 
-
-def steps_of(run):
-    return {s.step: s for s in StepResult.objects.filter(run=run)}
 
 
 def alive(pid: int) -> bool:

@@ -14,6 +14,7 @@ from forge.audit.models import AuditEvent
 from forge.runs import services
 from forge.runs.execution import claim_attempt
 from forge.runs.models import Run, StepResult
+from tests.forge.conftest import steps_of
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -44,9 +45,6 @@ steps:
     mock: {outputs: {done: true}}
 """
 
-
-def steps_of(run):
-    return {s.step: s for s in StepResult.objects.filter(run=run)}
 
 
 @pytest.fixture

@@ -3,8 +3,8 @@ from django.core.exceptions import PermissionDenied
 
 from forge.audit.models import AuditEvent
 from forge.runs import services
-from forge.runs.models import Run, RunEvent, StepResult
-from tests.forge.conftest import fast_forward
+from forge.runs.models import Run, RunEvent
+from tests.forge.conftest import fast_forward, steps_of
 
 CHAIN = """
 name: chain
@@ -29,7 +29,7 @@ def test_a_started_run_runs_to_completion_with_every_step_recorded(operator, sav
     run = services.run_start(user=operator, version=version, args={"who": "Ada"})
     run = fast_forward(run)
     assert run.status == "completed"
-    steps = {s.step: s for s in StepResult.objects.filter(run=run)}
+    steps = steps_of(run)
     assert steps["first"].outputs == {"greeting": "hello"}
     assert steps["second"].status == "completed"
     assert run.args == {"who": "Ada"}
