@@ -110,7 +110,7 @@ def cmd_validate(args) -> int:
     if args.json:
         _print_json(report_.to_json())
     else:
-        _print_problems(args.file, report_)
+        print_problems(args.file, report_)
         if report_.valid:
             print(f"{args.file}: valid ({len(report_.workflow.steps)} steps)")
     return code
@@ -230,15 +230,16 @@ def _print_invalid(args, report_: Report) -> None:
     if args.json:
         _print_json(report_.to_json())
     else:
-        _print_problems(args.file, report_)
+        print_problems(args.file, report_)
 
 
-def _print_problems(path: str, report_: Report) -> None:
+def print_problems(path: str, report_: Report, write=print) -> None:
+    """One line per problem and warning, as `FILE:LINE:COLUMN: error CODE [STEP]: message`."""
     for kind, items in (("error", report_.problems), ("warning", report_.warnings)):
         for p in items:
             where = f"{path}:{p.line}:{p.column}" if p.line else path
             step = f" [{p.step}]" if p.step else ""
-            print(f"{where}: {kind} {p.code}{step}: {p.message}")
+            write(f"{where}: {kind} {p.code}{step}: {p.message}")
 
 
 def print_run(result: dict, write=print, name: str = "run") -> None:

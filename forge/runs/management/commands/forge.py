@@ -16,16 +16,15 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
 
-from engine.cli import UsageError, pairs, print_run
+from engine.cli import EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run
 from engine.runner import DECISIONS
-from engine.validation import validate_source
+from engine.validation import Report, validate_source
 from forge.runs import services
 from forge.runs.models import Approval, Run
 from forge.runs.selectors import is_paused, run_report
 from forge.workflows.models import Workflow
 from forge.workflows.services import WorkflowRejected, workflow_version_save
 
-EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
 
 
 class Exit(Exception):
@@ -149,6 +148,7 @@ class Command(BaseCommand):
         except (OSError, UnicodeDecodeError) as exc:
             self.stderr.write(f"forge: cannot read {path}: {exc}")
             raise Exit(EXIT_INVALID) from None
+        # A first look, only to find the sub-workflow files beside this one; saving validates for real.
         report = validate_source(source)
         if report.valid:
             seen.add(path.resolve())
@@ -159,12 +159,11 @@ class Command(BaseCommand):
                     self._import(child, as_json, seen)
         try:
             return workflow_version_save(user=self.user, source=source)
-        except WorkflowRejected:
+        except WorkflowRejected as exc:
+            rejected = Report(problems=exc.problems)
             if as_json:
-                self._json(report.to_json())
-            for p in report.problems:
-                where = f"{path}:{p.line}:{p.column}" if p.line else str(path)
-                self.stderr.write(f"{where}: error {p.code}: {p.message}")
+                self._json(rejected.to_json())
+            print_problems(str(path), rejected, write=self.stderr.write)
             raise Exit(EXIT_INVALID) from None
 
     def _wait(self, run: Run, decisions: dict[str, str], timeout: float) -> Run:
