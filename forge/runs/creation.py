@@ -11,20 +11,17 @@ from engine.validation import load_workflow
 from engine.workflow import Workflow
 from forge.governance.models import Agent
 from forge.runs.models import Checkpoint, Run, RunEvent, RunInput, StepResult
-from forge.workflows.models import StepLibraryEntry, WorkflowVersion
+from forge.workflows.models import WorkflowVersion
+from forge.workflows.services import step_library
 
 
 class RunRefused(ValueError):
     """The run cannot start as asked; nothing was created."""
 
 
-def library() -> dict[str, dict]:
-    return {entry.name: entry.definition for entry in StepLibraryEntry.objects.all()}
-
-
 def compile_version(version: WorkflowVersion) -> tuple[Workflow, dict[str, dict]]:
     """The compiled workflow and the library entries it uses (the run keeps that snapshot)."""
-    entries = library()
+    entries = step_library()
     workflow = load_workflow(version.source.encode("utf-8"), library=entries or None)
     used = {spec.model.library_step for spec in workflow.steps if spec.model.library_step}
     return workflow, {name: entries[name] for name in sorted(used) if name in entries}

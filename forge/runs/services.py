@@ -86,7 +86,7 @@ def run_restart(*, user, run: Run, step: str) -> Run:
     _require(user, "run.restart", "restart runs")
     if not run.finished:
         raise ServiceError(f"run {run.pk} is still {run.status}; only an ended run can be restarted")
-    workflow, _ = compile_version(run.version)
+    workflow = bridge.workflow_of(run)  # compiled with the library entries the run kept, as its replay is
     if step not in workflow.by_id:
         raise ServiceError(f"the workflow has no step {step!r}; its steps are {', '.join(workflow.by_id)}")
     previous = bridge.interpreter_of(run).state.copy()  # the cached interpreter stays as it is

@@ -25,6 +25,11 @@ class WorkflowRejected(ValueError):
         super().__init__(f"{first.message}{where}{more}")
 
 
+def step_library() -> dict[str, dict]:
+    """The step library as the engine takes it: name -> step fields."""
+    return {entry.name: entry.definition for entry in StepLibraryEntry.objects.all()}
+
+
 def workflow_version_save(*, user, source: str, description: str = "") -> WorkflowVersion:
     """Validate `source` and store it as the next version of the workflow it names.
 
@@ -34,7 +39,7 @@ def workflow_version_save(*, user, source: str, description: str = "") -> Workfl
         raise PermissionDenied("you may not edit workflows")
     if len(source.encode("utf-8")) > MAX_SOURCE_BYTES:
         raise WorkflowRejected([Problem("too_large", "the document is larger than 1 MiB")])
-    library = {entry.name: entry.definition for entry in StepLibraryEntry.objects.all()}
+    library = step_library()
     report = validate_source(source, library=library or None)
     if not report.valid:
         raise WorkflowRejected(report.problems)
