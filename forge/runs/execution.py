@@ -14,7 +14,6 @@ import os
 import socket
 import threading
 from dataclasses import dataclass
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -22,7 +21,6 @@ from django.utils import timezone
 
 from engine.executors import StepRequest
 from engine.interpreter.state import StepStatus
-from forge.audit.services import audit
 from forge.governance.context import configuration
 from forge.runs import agents, bridge, recovery, store
 from forge.runs.completion import Completion
@@ -71,11 +69,8 @@ def claim_attempt(run_id: int, step: str, attempt: int, fence: int, *, resume: b
             run.restart_count += 1
             run.fences += 1
             store.update(Run, {"restart_count": run.restart_count, "fences": run.fences}, id=run.pk)
-            audit("forge.run.resumed", run_id=run.pk, step=step, attempt=attempt,
-                  detail={"restart_count": run.restart_count, "previous_owner": row["lease_owner"]},
-                  key=f"resume:{run.pk}:{step}:{attempt}:{fence}")
-            if run.restart_count > settings.FORGE_MAX_RESTARTS:
-                recovery.fail_crash_loop(run)
+            if not recovery.resumed(run, key=f"resume:{run.pk}:{step}:{attempt}:{fence}", step=step, attempt=attempt,
+                                    previous_owner=row["lease_owner"]):
                 return None
             fence = run.fences
         store.update(StepResult, {"executing": True, "lease_owner": WORKER, "fence": fence,
@@ -111,7 +106,7 @@ class Heartbeat(threading.Thread):
             while not self.done.wait(self.every):
                 renewed = StepResult.objects.filter(pk=self.claim.row_id, fence=self.claim.fence,
                                                     status=StepStatus.RUNNING).update(
-                    lease_expires_at=timezone.now() + timedelta(seconds=settings.FORGE_LEASE_S))
+                    lease_expires_at=lease_until(timezone.now()))
                 if not renewed:
                     self.cancel.set()
                     return

@@ -19,6 +19,7 @@ from django.utils import timezone
 from engine.executors import StepResult as Result
 from engine.interpreter.state import RunStatus, StepStatus
 from forge.audit.services import audit
+from forge.runs import store
 from forge.runs.models import Approval, Run, RunEvent, RunInput, StepResult
 
 log = logging.getLogger(__name__)
@@ -64,17 +65,15 @@ def watchdog(now) -> int:
              .values_list("run_id", flat=True).distinct()[:BATCH])
     count = 0
     for run_id in stuck:
-        # Only one watchdog wins this update, so a restart is counted once.
-        won = Run.objects.filter(pk=run_id, progressed_at__lt=cutoff).update(
-            restart_count=F("restart_count") + 1, progressed_at=now)
-        if not won:
-            continue
-        run = Run.objects.get(pk=run_id)
-        audit("forge.run.resumed", run_id=run_id, detail={"restart_count": run.restart_count, "by": "watchdog"})
-        if run.restart_count > settings.FORGE_MAX_RESTARTS:
-            with transaction.atomic():
-                fail_crash_loop(Run.objects.select_for_update().get(pk=run_id))
-            continue
+        with transaction.atomic():
+            # Only one watchdog wins this update, so a restart is counted once; the row stays locked.
+            won = Run.objects.filter(pk=run_id, progressed_at__lt=cutoff).update(
+                restart_count=F("restart_count") + 1, progressed_at=now)
+            if not won:
+                continue
+            run = store.lock_run(run_id)
+            if not resumed(run, key=f"watchdog:{run_id}:{run.restart_count}", by="watchdog"):
+                continue
         count += 1
         enqueue_advance(run_id)
     return count
@@ -92,6 +91,17 @@ def reap(now) -> int:
         enqueue_execution(run_id, step, attempt, fence, resume=True)
         count += 1
     return count
+
+
+def resumed(run: Run, *, key: str, step: str = "", attempt: int | None = None, **detail) -> bool:
+    """Audit a resume already counted in `run.restart_count` (the caller holds the run's lock). Past
+    FORGE_MAX_RESTARTS the run fails for good (crash_loop), and False says it must not go on."""
+    audit("forge.run.resumed", run_id=run.pk, step=step, attempt=attempt,
+          detail={"restart_count": run.restart_count, **detail}, key=key)
+    if run.restart_count > settings.FORGE_MAX_RESTARTS:
+        fail_crash_loop(run)
+        return False
+    return True
 
 
 def fail_crash_loop(run: Run) -> None:
