@@ -1,6 +1,8 @@
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
+from forge.accounts.roles import ADMINS
+
 # What the Admins group may edit in Django admin: app label -> models.
 ADMIN_EDITS = {
     "forge_governance": ("agent", "gateway", "budgetenvelope", "policy"),
@@ -12,7 +14,7 @@ def grant_admin_permissions(sender, using="default", **kwargs):
     """Permissions exist only after every migration ran, so they are granted here rather than in one."""
     from django.contrib.auth.models import Group, Permission
 
-    admins = Group.objects.using(using).filter(name="Admins").first()
+    admins = Group.objects.using(using).filter(name=ADMINS).first()
     if admins is None:
         return
     wanted = Permission.objects.using(using).filter(

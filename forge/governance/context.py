@@ -101,8 +101,7 @@ class GovernanceView:
             events = events.filter(at__gte=month_start(self.now))
         return float(events.aggregate(total=Sum("cost"))["total"] or 0.0)
 
-    def context(self, *, run, workflow: str, dispatch: Dispatch, capabilities: tuple[str, ...],
-                approval_required: bool) -> gc.GateContext:
+    def context(self, *, run, workflow: str, dispatch: Dispatch, capabilities: tuple[str, ...]) -> gc.GateContext:
         from forge.runs.models import StepResult
 
         agent = self.agent(dispatch.agent)
@@ -136,5 +135,5 @@ class GovernanceView:
         return gc.GateContext(
             step=step, gateway=gateway_info, agent=agent_info,
             envelopes=self.envelopes(workflow, dispatch.agent), policies=self.config.policies, context_trust=trust,
-            approval_required=approval_required or bool(agent and agent.requires_approval),
+            approval_required=bool(agent and agent.requires_approval),
             approval_granted=dispatch.governance_approved)

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
-from engine.governance.context import check_policy_expression
+from engine.governance.context import POLICY_EFFECTS, check_policy_expression
 
 PROVIDERS = ("mock", "shell", "http", "openai", "python")
 
@@ -76,10 +76,6 @@ class Agent(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    @property
-    def limited(self) -> bool:
-        return self.max_concurrency is not None or self.rate_limit_per_minute is not None
-
 
 class BudgetEnvelope(models.Model):
     """A spending ceiling over a scope: the whole org, one workflow, or one agent."""
@@ -107,7 +103,7 @@ class BudgetEnvelope(models.Model):
 class Policy(models.Model):
     """A dispatch rule in the expression language: when it holds, block the step or ask a person."""
 
-    EFFECTS = [("block", "block"), ("require_approval", "require approval")]
+    EFFECTS = [(effect, effect.replace("_", " ")) for effect in POLICY_EFFECTS]
 
     name = models.CharField(max_length=64, unique=True)
     when = models.TextField(help_text="e.g. agent.trust_level < 2 and step.workflow == 'payments'")

@@ -33,10 +33,6 @@ def to_datetime(seconds: float | None) -> datetime | None:
     return None if seconds is None else datetime.fromtimestamp(seconds, tz=dt_timezone.utc)
 
 
-def to_seconds(moment: datetime) -> float:
-    return moment.timestamp()
-
-
 def library_key(library: dict[str, Any]) -> str:
     return ",".join(sorted(library)) if library else ""
 

@@ -10,15 +10,15 @@ from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
 from engine.interpreter.state import RunStatus
 from engine.problems import WorkflowInvalid
+from engine.runner import MAX_CHILD_DEPTH
 from forge.runs.creation import RunRefused, compile_version, create_run, referenced_version
 from forge.runs.models import Run, RunInput
 
-MAX_DEPTH = 16
 
 
 def depth(run: Run) -> int:
     level, parent_id = 0, run.parent_id
-    while parent_id is not None and level <= MAX_DEPTH:
+    while parent_id is not None and level <= MAX_CHILD_DEPTH:
         parent_id = Run.objects.filter(pk=parent_id).values_list("parent_id", flat=True).first()
         level += 1
     return level
@@ -33,8 +33,8 @@ def start_child(round_, command: cmd.StartChild) -> None:
         round_.immediate.append(ev.ChildFinished(command.step, command.attempt, RunStatus.FAILED, error=message,
                                                  at=round_.at))
 
-    if depth(run) >= MAX_DEPTH:
-        return failed(f"sub-workflows nest deeper than {MAX_DEPTH} levels")
+    if depth(run) >= MAX_CHILD_DEPTH:
+        return failed(f"sub-workflows nest deeper than {MAX_CHILD_DEPTH} levels")
     version = referenced_version(command.workflow, command.version)
     if version is None:
         which = f" version {command.version}" if command.version is not None else ""

@@ -72,7 +72,7 @@ class Dispatcher:
         r = self.round
         spec = r.workflow.by_id[command.step].model
         ctx = self.view.context(run=r.run, workflow=r.workflow.name, dispatch=command,
-                                capabilities=tuple(spec.capabilities), approval_required=False)
+                                capabilities=tuple(spec.capabilities))
         decision = evaluate(ctx)
         detail = decision.to_json()
         r.log("governance", command.step, {"attempt": command.attempt, **detail})

@@ -100,7 +100,7 @@ class Round:
         self.interpreter = interpreter
         self.workflow = interpreter.workflow
         self.now = now
-        self.at = bridge.to_seconds(now)
+        self.at = now.timestamp()
         self.changed: dict[str, dict] = {}
         self.events: list[RunEvent] = []
         self.audits: list[AuditEvent] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.interpreter.state import StepStatus
+from engine.interpreter.state import RunStatus, StepStatus
 from engine.runner import RunOutcome, report
 from forge.runs import bridge
 from forge.runs.models import Approval, Run, RunInput, StepResult
@@ -17,7 +17,7 @@ def is_paused(run: Run) -> bool:
     return (Approval.objects.filter(run=run, status=Approval.PENDING).exists()
             and not StepResult.objects.filter(run=run, status=StepStatus.RUNNING).exists()
             and not RunInput.objects.filter(run=run, processed_at=None).exists()
-            and not Run.objects.filter(parent=run).exclude(status__in=("completed", "failed", "cancelled")).exists())
+            and not Run.objects.filter(parent=run).exclude(status__in=RunStatus.TERMINAL).exists())
 
 
 def run_report(run: Run) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from engine.arguments import ArgumentsInvalid, resolve_args
 from engine.interpreter import ApprovalDecided, CancelRequested
 from engine.interpreter.restart import restart_state
 from engine.problems import WorkflowInvalid
-from forge.accounts.roles import APPROVERS, can, group_names
+from forge.accounts.roles import ADMINS, APPROVERS, can, group_names
 from forge.audit.services import actor_of, audit
 from forge.runs.creation import RunRefused, check_references, compile_version, create_run
 from forge.runs import bridge
@@ -107,7 +107,7 @@ def may_decide(user, approval: Approval) -> str | None:
     if not can(user, "approval.decide"):
         return "you are not an approver"
     wanted = set(approval.approvers or [APPROVERS])
-    if not user.is_superuser and not (group_names(user) & (wanted | {"Admins"})):
+    if not user.is_superuser and not (group_names(user) & (wanted | {ADMINS})):
         return f"this approval needs a member of {', '.join(sorted(wanted))}"
     if approval.run.started_by_id == user.pk and not settings.FORGE_ALLOW_SELF_APPROVAL:
         return "you started this run, so someone else must decide (FORGE_ALLOW_SELF_APPROVAL is off)"

@@ -9,6 +9,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
+from forge.accounts.roles import GROUPS
+
 
 class Command(BaseCommand):
     help = "Create the admin account on first start (its password is written to FORGE_DATA_DIR/admin-password)."
@@ -22,7 +24,7 @@ class Command(BaseCommand):
             return
         password = secrets.token_urlsafe(12)
         admin = users.objects.create_superuser("admin", password=password)
-        admin.groups.add(*Group.objects.filter(name__in=("Operators", "Approvers", "Admins")))
+        admin.groups.add(*Group.objects.filter(name__in=GROUPS))
         path.touch(mode=0o600)
         path.write_text(password + "\n")
         self.stdout.write(f"Created the admin account: user admin, password {password} (also in {path}).")
