@@ -63,7 +63,10 @@ def executor_for(agent):
 
 
 def execute(agent, request: StepRequest, cancel: threading.Event) -> StepResult:
-    """Run one call of the agent; a misconfiguration or an executor bug ends the step, never the worker."""
+    """Run one call of the agent (None: deleted since the step was dispatched); a missing agent, a
+    misconfiguration or an executor bug ends the step, never the worker."""
+    if agent is None:
+        return StepResult.failure(f"agent {request.agent!r} no longer exists")
     try:
         return executor_for(agent).execute(request, cancel)
     except AgentMisconfigured as exc:

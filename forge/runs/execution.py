@@ -77,19 +77,8 @@ def claim_attempt(run_id: int, step: str, attempt: int, fence: int, *, resume: b
                                   "lease_expires_at": lease_until(now)}, id=row["id"])
         agent = configuration().agents.get(row["agent"])
         spec = bridge.workflow_of(run).by_id[step].model
-    if agent is None:
-        agent = _Missing(row["agent"])
     request = request_of(run_id, row["dispatch"], spec, workdir(run_id))
     return Claim(run_id, step, attempt, row["iteration"], fence, row["id"], agent, request)
-
-
-class _Missing:
-    """An agent deleted after its step was dispatched: the call fails with a clear message."""
-
-    provider = "missing"
-
-    def __init__(self, name: str):
-        self.name, self.config, self.gateway = name, {}, None
 
 
 class Heartbeat(threading.Thread):

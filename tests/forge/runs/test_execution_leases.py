@@ -187,3 +187,13 @@ def test_a_redelivered_task_after_the_result_was_recorded_does_not_run_the_step_
     assert complete_step(Completion(run.pk, "work", 1, 0, result, fence=claim.fence)) is Outcome.ACCEPTED
     assert execute_step(*task(enqueue)) == "not claimed"
     assert CALLS == [("work", 1)]
+
+
+def test_a_step_whose_agent_was_deleted_after_dispatch_fails_and_says_so(queued):
+    run, enqueue = queued
+    Agent.objects.filter(name="worker_py").delete()
+
+    assert execute_step(*task(enqueue)) == "accepted"
+
+    assert CALLS == []
+    assert (row(run).status, row(run).error) == ("failed", "agent 'worker_py' no longer exists")
