@@ -16,7 +16,7 @@ from engine.problems import WorkflowInvalid
 from forge.accounts.roles import ADMINS, APPROVERS, can, group_names
 from forge.audit.services import actor_of, audit
 from forge.runs.creation import RunRefused, check_references, compile_version, create_run
-from forge.runs import bridge
+from forge.runs import bridge, store
 from forge.runs.models import Approval, Run, RunInput
 from forge.runs.tasks import enqueue_advance
 from forge.workflows.models import WorkflowVersion
@@ -67,7 +67,7 @@ def run_start(*, user, version: WorkflowVersion, args: dict[str, Any] | None = N
 def run_cancel(*, user, run: Run, reason: str = "") -> Run:
     _require(user, "run.cancel", "cancel runs")
     with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run.pk)
+        run = store.lock_run(run.pk)
         if run.finished:
             raise ServiceError(f"run {run.pk} has already ended ({run.status})")
         now = timezone.now()
@@ -129,8 +129,9 @@ def _timed_out(approval: Approval):
 def approval_decide(*, user, approval: Approval, decision: str, comment: str = "") -> Approval:
     """Approve or reject an approval or a governance hold, or retry / skip / abort an escalation."""
     with transaction.atomic():
-        Run.objects.select_for_update().filter(pk=approval.run_id).first()
-        approval = Approval.objects.select_for_update(of=("self",)).select_related("run").get(pk=approval.pk)
+        run = store.lock_run(approval.run_id)
+        approval = Approval.objects.select_for_update().get(pk=approval.pk)
+        approval.run = run
         problem = may_decide(user, approval)
         if problem:
             raise PermissionDenied(problem)
