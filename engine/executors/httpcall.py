@@ -102,7 +102,7 @@ class _Call(threading.Thread):
             if connect_s < left:
                 return StepResult.failure(f"could not connect to {where(self.url)} within "
                                           f"{self.connect_timeout_s:g} s", "gateway_unreachable")
-            return StepResult.failure("timed out while connecting", "timeout")
+            return _TIMED_OUT
         except ssl.SSLError as exc:
             return StepResult.failure(f"TLS with {where(self.url)} failed: {exc}")
         except OSError as exc:
@@ -128,7 +128,7 @@ class _Call(threading.Thread):
                 return _too_large(self.max_bytes)
             return Reply(response.status, bytes(body))
         except TimeoutError:
-            return StepResult.failure("timed out waiting for the reply", "timeout")
+            return _TIMED_OUT
         except (OSError, http.client.HTTPException) as exc:
             detail = str(exc) or type(exc).__name__
             return StepResult.failure(f"the connection to {where(self.url)} broke: {detail[:200]}")
@@ -141,6 +141,10 @@ class _Call(threading.Thread):
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+# What the call thread reports when the step's time ran out; post_json says it with the step's timeout.
+_TIMED_OUT = StepResult.failure("timed out", "timeout")
 
 
 def _too_large(limit: int) -> StepResult:
@@ -190,6 +194,6 @@ def post_json(url: str, payload: Any, *, headers: Mapping[str, str], timeout_s: 
         call.join(min(_POLL_S, left))
     if call.outcome is None:
         return StepResult.failure("the request ended without an outcome")
-    if isinstance(call.outcome, StepResult) and call.outcome.error_code == "timeout":
+    if call.outcome is _TIMED_OUT:
         return StepResult.failure(f"timed out after {timeout_s:g} s", "timeout")
     return call.outcome
