@@ -405,9 +405,6 @@ class _Validator:
         for error in exc.errors(include_url=False):
             kind = error["type"]
             code = {"extra_forbidden": "unknown_key", "missing": "missing_field"}.get(kind, "bad_type")
-            if self.full:
-                self.unlist(code)
-                continue
             loc = _trim(raw, tuple(error["loc"]), kind)
             if not base and loc and loc[0] == "steps":
                 continue  # steps are validated one by one
@@ -416,6 +413,9 @@ class _Validator:
             if (code, loc) in seen:
                 continue
             seen.add((code, loc))
+            if self.full:  # counted, not listed; checked before the message, which is the costly part
+                self.unlist(code)
+                continue
             message = _message(kind, loc, error, fields, self.suggest)
             if code == "missing_field":
                 self.report(code, message, base + loc[:-1], check, position=bool(base))
