@@ -19,7 +19,7 @@ from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
 from engine.interpreter.machine import EventRejected
 from forge.audit.models import AuditEvent
-from forge.audit.services import SYSTEM
+from forge.audit.services import audit_event
 from forge.runs import bridge, dispatching, store
 from forge.runs.completion import Completion, Outcome, record_completion
 from forge.runs.models import Approval, Checkpoint, Run, RunEvent, RunInput, StepResult
@@ -148,8 +148,8 @@ class Round:
 
     def audit(self, code: str, *, step: str = "", attempt: int | None = None, target: str = "",
               detail: dict | None = None) -> None:
-        self.audits.append(AuditEvent(at=self.now, code=code, actor=SYSTEM, run_id=self.run.pk, step=step,
-                                      attempt=attempt, target=target or f"run:{self.run.pk}", detail=detail or {}))
+        self.audits.append(audit_event(code, run_id=self.run.pk, step=step, attempt=attempt, target=target,
+                                       detail=detail, at=self.now))
 
     def add_input(self, key: str, event, due_at=None) -> None:
         self.new_inputs.append(RunInput(run_id=self.run.pk, key=key, event=event.to_json(), due_at=due_at or self.now,
