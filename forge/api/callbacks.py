@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 
-from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -21,9 +20,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from engine.executors import StepResult as Result
-from forge.governance.models import Gateway
+from forge.governance.models import Agent, Gateway
 from forge.runs.completion import Completion, Outcome, complete_step
-from forge.runs.models import Run, StepResult
+from forge.runs.models import StepResult
 from forge.runs.tasks import enqueue_advance
 
 MAX_BODY_BYTES = 2 * 1_048_576
@@ -100,10 +99,7 @@ class StepCompleteApi(APIView):
             declared = 0
         if declared > MAX_BODY_BYTES:
             return problem(413, "the body is larger than 2 MiB")
-        try:
-            raw = request.body
-        except RequestDataTooBig:
-            return problem(413, "the body is larger than 2 MiB")
+        raw = request.body  # a body without Content-Length is read, then measured
         if len(raw) > MAX_BODY_BYTES:
             return problem(413, "the body is larger than 2 MiB")
         try:
@@ -114,13 +110,10 @@ class StepCompleteApi(APIView):
             body = StepCompleteBody.model_validate(data)
         except ValidationError as exc:
             return problem(400, "the body is not a step result", details=describe(exc))
-        row = (StepResult.objects.filter(run_id=body.run_id, step=body.step)
-               .select_related("run").only("agent", "run__id").first())
-        if row is None or not Run.objects.filter(pk=body.run_id).exists():
+        agent = StepResult.objects.filter(run_id=body.run_id, step=body.step).values_list("agent", flat=True).first()
+        if agent is None:
             return problem(404, f"run {body.run_id} has no step {body.step!r}")
-        from forge.governance.models import Agent
-
-        if not Agent.objects.filter(name=row.agent, gateway=gateway).exists():
+        if not Agent.objects.filter(name=agent, gateway=gateway).exists():
             return problem(403, f"step {body.step!r} was not sent to gateway {gateway.name!r}")
         result = Result(ok=body.ok, outputs=body.outputs, stdout=body.stdout, error=body.error,
                         error_code=body.error_code or (None if body.ok else "agent_error"), tokens=body.tokens,
