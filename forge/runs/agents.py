@@ -7,6 +7,7 @@ import os
 import threading
 
 from django.conf import settings
+from django.urls import reverse
 
 from engine.executors import ShellExecutor, StepRequest, StepResult
 from engine.executors import MockExecutor
@@ -47,7 +48,7 @@ def executor_for(agent):
         token_env = config.get("token_env")
         if token_env and os.environ.get(token_env):
             headers["Authorization"] = f"Bearer {os.environ[token_env]}"
-        return HttpExecutor(url, headers=headers, callback_url=f"{settings.FORGE_PUBLIC_URL}/api/v1/steps/complete")
+        return HttpExecutor(url, headers=headers, callback_url=settings.FORGE_PUBLIC_URL + reverse("step-complete"))
     if provider == "openai":
         key_env = config.get("api_key_env", "OPENAI_API_KEY")
         base_url = config.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
