@@ -8,6 +8,7 @@ dropped elsewhere.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from typing import Any, Literal
 
@@ -159,6 +160,9 @@ class Step(Strict):
     library_step: str | None = None
     loop: LoopSpec | None = None
     capabilities: list[str] = Field(default_factory=list)
+    # What one call is expected to cost, reserved against budgets at dispatch (not in the spec's table:
+    # docs/engine.md). It can raise the agent's own projection, never lower it.
+    estimated_cost: float | None = Field(default=None, ge=0)
     mock: MockSpec | None = None
 
     @field_validator("timeout")
@@ -166,6 +170,13 @@ class Step(Strict):
     def _timeout(cls, value: Any) -> Any:
         if value is not None:
             parse_duration(value)
+        return value
+
+    @field_validator("estimated_cost")
+    @classmethod
+    def _finite_cost(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("must be a finite number")
         return value
 
     @property

@@ -1,18 +1,21 @@
 """`${path}` and `{{ path }}` templates: parsed once, rendered against a Scope.
 
-For shell agents every interpolated value is shell-quoted; a rendered string
-is never parsed again, so a value holding `${...}` stays text.
+A rendered string is never parsed again, so a value holding `${...}` stays
+text. For shell agents no value is written into the command at all: each
+becomes an environment variable of its own, which the command refers to in
+the way its quoting context needs (engine/shellwords.py), so the shell
+never reads a value as syntax.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shlex
-from collections.abc import Callable
 from typing import Any
 
 from engine.expressions import MISSING, ExpressionError, Path, Scope, parse_path
+from engine.shellslots import Slot, reference
+from engine.shellwords import scan
 
 _MARKER = re.compile(r"\$\$\{|\$\{|\{\{")
 
@@ -39,39 +42,76 @@ def to_text(value: Any) -> str:
 class Template:
     """A parsed template: literal text and paths, in order."""
 
-    __slots__ = ("source", "parts")
+    __slots__ = ("source", "parts", "_slots")
 
     def __init__(self, source: str, parts: tuple):
         self.source = source
         self.parts = parts
+        self._slots: list[Slot] | None = None
 
     @property
     def paths(self) -> list[Path]:
         return [part for part in self.parts if isinstance(part, Path)]
 
-    def render(self, scope: Scope, quote: Callable[[str], str] | None = None) -> str:
-        """Render with every path resolved.
-
-        Args:
-            scope: what paths resolve against.
-            quote: applied to each interpolated value (shlex.quote for shell agents).
+    def render(self, scope: Scope) -> str:
+        """Render with every path resolved, values as text.
 
         Raises:
             TemplateError: a path does not resolve.
         """
         if len(self.parts) == 1 and isinstance(self.parts[0], str):
             return self.parts[0]
+        return "".join(part if isinstance(part, str) else to_text(_resolve(scope, part)) for part in self.parts)
+
+    def shell_slots(self) -> list[Slot]:
+        """Each placeholder's quoting context in a shell command, and why a value cannot stand there if so."""
+        if self._slots is None:
+            self._slots = scan(self.parts) if len(self.parts) > 1 or not isinstance(self.parts[0], str) else []
+        return self._slots
+
+    def render_shell(self, scope: Scope) -> tuple[str, dict[str, str]]:
+        """Render for a shell agent: the command refers to variables, and the variables hold the values.
+
+        Returns:
+            The command and its variables (`FORGE_V1`, ...: one per distinct path).
+
+        Raises:
+            TemplateError: a path does not resolve, a placeholder stands where a value would be parsed
+                again (shellslots), or a value holds a NUL character.
+        """
+        slots = self.shell_slots()
+        for slot in slots:
+            if slot.problem:
+                raise TemplateError(slot.problem)
         out: list[str] = []
+        names: dict[str, str] = {}
+        env: dict[str, str] = {}
+        placeholders = iter(slots)
         for part in self.parts:
             if isinstance(part, str):
                 out.append(part)
                 continue
-            value = scope.resolve(part.dollar, part.segments)
-            if value is MISSING:
-                raise TemplateError(f"${{{part.text()}}} does not resolve")
-            text = to_text(value)
-            out.append(quote(text) if quote else text)
-        return "".join(out)
+            name = names.get(part.text())
+            if name is None:
+                text = to_text(_resolve(scope, part))
+                if "\0" in text:
+                    raise TemplateError(f"the value of ${{{part.text()}}} holds a NUL character, which no process "
+                                        "can be given")
+                name = names[part.text()] = f"{VALUE_PREFIX}{len(names) + 1}"
+                env[name] = text
+            out.append(reference(next(placeholders).form, name))
+        return "".join(out), env
+
+
+def _resolve(scope: Scope, path: Path) -> Any:
+    value = scope.resolve(path.dollar, path.segments)
+    if value is MISSING:
+        raise TemplateError(f"${{{path.text()}}} does not resolve")
+    return value
+
+
+VALUE_PREFIX = "FORGE_V"
+"""A shell step's value variables are FORGE_V1, FORGE_V2, ...: no other variable of its environment starts so."""
 
 
 def parse_template(source: str) -> Template:
@@ -115,5 +155,3 @@ def parse_template(source: str) -> Template:
         parts.append(tail)
     return Template(source, tuple(parts))
 
-
-shell_quote = shlex.quote

@@ -53,13 +53,17 @@ class Report:
                 "warnings": [w.to_json() for w in self.warnings]}
 
 
-def validate_source(data: bytes | str, *, library: Mapping[str, Mapping] | None = None) -> Report:
+def validate_source(data: bytes | str, *, library: Mapping[str, Mapping] | None = None,
+                    shell_agents: tuple[str, ...] = ("shell",)) -> Report:
     """Validate a document's bytes.
 
     Args:
         data: the YAML document.
         library: the step library (name -> step fields); `library_step`
             references are merged from it when given.
+        shell_agents: the agents that run commands in a shell; a placeholder
+            of theirs where the value would be parsed again is an
+            `expression_error` (spec section 6).
 
     Returns:
         A Report with every problem and warning, and the compiled Workflow
@@ -71,7 +75,7 @@ def validate_source(data: bytes | str, *, library: Mapping[str, Mapping] | None 
         except YamlLoadError as exc:
             return Report(problems=[exc.problem])
         text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray)) else data
-        return _Validator(loaded, library, text).run()
+        return _Validator(loaded, library, text, tuple(shell_agents)).run()
 
 
 @contextlib.contextmanager
@@ -87,9 +91,10 @@ def _collector_paused():
             gc.enable()
 
 
-def load_workflow(data: bytes | str, *, library: Mapping[str, Mapping] | None = None) -> Workflow:
+def load_workflow(data: bytes | str, *, library: Mapping[str, Mapping] | None = None,
+                  shell_agents: tuple[str, ...] = ("shell",)) -> Workflow:
     """Validate and compile, or raise WorkflowInvalid with every problem."""
-    report = validate_source(data, library=library)
+    report = validate_source(data, library=library, shell_agents=shell_agents)
     if report.workflow is None:
         raise WorkflowInvalid(report.problems, report.warnings)
     return report.workflow
@@ -113,8 +118,10 @@ class _StepCheck:
 
 
 class _Validator:
-    def __init__(self, loaded: Loaded, library: Mapping[str, Mapping] | None, source: str):
+    def __init__(self, loaded: Loaded, library: Mapping[str, Mapping] | None, source: str,
+                 shell_agents: tuple[str, ...]):
         self.loaded = loaded
+        self.shell_agents = shell_agents
         self.root: dict = loaded.value
         self.library = library
         self.source = source
@@ -331,6 +338,10 @@ class _Validator:
         for key in ("command", "approval_message"):
             if isinstance(raw.get(key), str):
                 setattr(check, key, self.template(check, raw[key], base + (key,)))
+        if check.command is not None and raw.get("agent") in self.shell_agents:
+            for slot in check.command.shell_slots():
+                if slot.problem:
+                    self.report("expression_error", slot.problem, base + ("command",), check)
         ref = raw.get("workflow_ref")
         if isinstance(ref, dict) and isinstance(ref.get("args"), dict):
             for name, value in ref["args"].items():

@@ -178,6 +178,8 @@ def load(data: bytes | str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         reason = exc.problem or str(exc)
+        if "maximum nesting depth" in reason:  # libyaml 0.2.6+ stops deep flow collections before our count does
+            raise _fail("too_deep", f"the document nests deeper than {max_depth} levels", mark) from None
         raise _fail("yaml_error", f"YAML syntax error: {reason}", mark) from None
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, exc.position) + 1

@@ -9,6 +9,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from engine.executors.egress import allow_list as egress_allow_list
 from forge.env import env_bool, env_float, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -146,6 +147,8 @@ FORGE_PUBLIC_URL = (env_str("FORGE_PUBLIC_URL") or "http://127.0.0.1:8000").rstr
 FORGE_PYTHON_CALLABLES = env_list("FORGE_PYTHON_CALLABLES", (
     "forge.runs.callables.noop", "forge.runs.callables.word_count", "forge.runs.callables.echo"))
 FORGE_ALLOW_SELF_APPROVAL = env_bool("FORGE_ALLOW_SELF_APPROVAL", False)
+# A run's arguments in all, as JSON: they are copied into its state, checkpoints and events.
+FORGE_MAX_ARGS_BYTES = env_int("FORGE_MAX_ARGS_BYTES", 65_536, minimum=1)
 FORGE_LEASE_S = env_int("FORGE_LEASE_S", 30, minimum=2)
 FORGE_TICK_S = env_float("FORGE_TICK_S", 0.1, minimum=0.01)
 FORGE_RECOVERY_S = env_float("FORGE_RECOVERY_S", 5, minimum=0.1)
@@ -155,6 +158,12 @@ FORGE_GOVERNANCE_REFRESH_S = env_float("FORGE_GOVERNANCE_REFRESH_S", 1.0, minimu
 FORGE_MAX_RESTARTS = env_int("FORGE_MAX_RESTARTS", 3, minimum=0)
 FORGE_RUNNER_CONCURRENCY = env_int("FORGE_RUN_CONCURRENCY", 8, minimum=1)
 FORGE_WORKDIR = Path(env_str("FORGE_WORKDIR") or DATA_DIR / "work")
+# host:port pairs the http and openai agents may reach although they are (or resolve to) loopback, private,
+# link-local or other non-public addresses; everything public is reachable, everything else refused.
+try:
+    FORGE_EGRESS_ALLOW = egress_allow_list(env_list("FORGE_EGRESS_ALLOW"))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"FORGE_EGRESS_ALLOW: {exc}") from None
 
 # -- people, API, static -------------------------------------------------------
 

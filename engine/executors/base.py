@@ -28,13 +28,14 @@ class StepRequest:
     timeout_s: float = 3600.0
     previous_output: str | None = None
     workdir: str | None = None
+    env: dict[str, str] = field(default_factory=dict)  # the command's value variables (shell agents)
 
     @classmethod
     def from_dispatch(cls, dispatch: Dispatch, spec: Step, *, run_id: str, workdir: str | None = None) -> StepRequest:
         return cls(run_id=run_id, step=dispatch.step, attempt=dispatch.attempt, agent=dispatch.agent,
                    command=dispatch.command, spec=spec, iteration=dispatch.iteration, call=dispatch.call,
                    stdin=dispatch.stdin, inputs=dict(dispatch.inputs), timeout_s=dispatch.timeout_s,
-                   previous_output=dispatch.previous_output, workdir=workdir)
+                   previous_output=dispatch.previous_output, workdir=workdir, env=dict(dispatch.env))
 
 
 @dataclass(slots=True)

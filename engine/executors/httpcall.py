@@ -4,6 +4,10 @@ The request runs in a daemon thread while the caller waits on it or on the
 cancel, so a cancelled or timed-out step returns at once; the socket is then
 shut down so the thread ends soon after. Messages name the host and port,
 never the path, the query or a header value: those may carry credentials.
+
+The host is resolved once and checked by `egress`; the socket connects to
+those checked addresses while TLS still verifies the URL's host name (SNI
+and certificate) and `Host:` names it too. Redirects are not followed.
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from engine.executors.base import StepResult
+from engine.executors.egress import Destination, EgressRefused, allow_list, resolve
 
 MAX_REPLY_BYTES = 1_048_576
 _CHUNK = 65536
@@ -65,18 +70,70 @@ def check_url(url: str) -> None:
     _ = parts.port  # raises ValueError for a port that is not a number in range
 
 
+def _port(url: str) -> int:
+    parts = urlsplit(url)
+    return parts.port or (443 if parts.scheme == "https" else 80)
+
+
 def where(url: str) -> str:
     """`host:port` of a URL, the part of it safe to put in a message."""
-    parts = urlsplit(url)
-    return f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+    host = urlsplit(url).hostname or ""
+    return f"[{host}]:{_port(url)}" if ":" in host else f"{host}:{_port(url)}"
+
+
+def _connect(destinations: list[Destination], timeout: float) -> socket.socket:
+    """A TCP socket connected to the first of the checked addresses that answers (each gets `timeout`)."""
+    error: OSError = OSError("no address to connect to")
+    for destination in destinations:
+        sock = socket.socket(destination.family, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(destination.sockaddr)
+        except OSError as exc:
+            sock.close()
+            error = exc
+            continue
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+    raise error
+
+
+class _PinnedHTTP(http.client.HTTPConnection):
+    """An HTTP connection to the URL's host that connects only to addresses `egress` checked."""
+
+    def __init__(self, host: str, port: int, destinations: list[Destination], *, timeout: float):
+        super().__init__(host, port, timeout=timeout)
+        self.destinations = destinations
+
+    def connect(self) -> None:
+        self.sock = _connect(self.destinations, self.timeout)
+
+
+class _PinnedHTTPS(http.client.HTTPSConnection):
+    """As `_PinnedHTTP`, with TLS verifying the URL's host name, not the address."""
+
+    def __init__(self, host: str, port: int, destinations: list[Destination], *, timeout: float):
+        self.tls = ssl.create_default_context()
+        self.tls.set_alpn_protocols(["http/1.1"])
+        super().__init__(host, port, timeout=timeout, context=self.tls)
+        self.destinations = destinations
+
+    def connect(self) -> None:
+        sock = _connect(self.destinations, self.timeout)
+        try:
+            self.sock = self.tls.wrap_socket(sock, server_hostname=self.host)
+        except BaseException:
+            sock.close()
+            raise
 
 
 class _Call(threading.Thread):
     def __init__(self, url: str, body: bytes, headers: dict[str, str], connect_timeout_s: float,
-                 deadline: float, max_bytes: int):
+                 deadline: float, max_bytes: int, allowed: frozenset[str]):
         super().__init__(daemon=True, name="forge-http-call")
         self.url, self.body, self.headers = url, body, headers
         self.connect_timeout_s, self.deadline, self.max_bytes = connect_timeout_s, deadline, max_bytes
+        self.allowed = allowed
         self.connection: http.client.HTTPConnection | None = None
         self.outcome: Reply | StepResult | None = None
 
@@ -92,10 +149,17 @@ class _Call(threading.Thread):
 
     def _call(self) -> Reply | StepResult:
         parts = urlsplit(self.url)
+        try:
+            destinations = resolve(parts.hostname, _port(self.url), self.allowed)
+        except EgressRefused as exc:
+            return StepResult.failure(str(exc), "egress_refused")
+        except OSError as exc:
+            return StepResult.failure(f"could not connect to {where(self.url)}: {exc.strerror or exc}",
+                                      "gateway_unreachable")
         left = self.deadline - time.monotonic()
         connect_s = min(self.connect_timeout_s, left)
-        kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        self.connection = kind(parts.hostname, parts.port, timeout=max(connect_s, 0.001))
+        kind = _PinnedHTTPS if parts.scheme == "https" else _PinnedHTTP
+        self.connection = kind(parts.hostname, _port(self.url), destinations, timeout=max(connect_s, 0.001))
         try:
             self.connection.connect()
         except TimeoutError:
@@ -153,7 +217,8 @@ def _too_large(limit: int) -> StepResult:
 
 
 def post_json(url: str, payload: Any, *, headers: Mapping[str, str], timeout_s: float, cancel: threading.Event,
-              connect_timeout_s: float = 10.0, max_bytes: int = MAX_REPLY_BYTES) -> Reply | StepResult:
+              connect_timeout_s: float = 10.0, max_bytes: int = MAX_REPLY_BYTES,
+              egress_allow: Iterable[str] = ()) -> Reply | StepResult:
     """POST `payload` as JSON and return the reply, or the failure that ended the call.
 
     Args:
@@ -164,16 +229,23 @@ def post_json(url: str, payload: Any, *, headers: Mapping[str, str], timeout_s: 
         cancel: when set, the call is abandoned at once.
         connect_timeout_s: the bound on the connect alone.
         max_bytes: the largest reply body accepted.
+        egress_allow: "host:port" entries (`egress.allow_list`) that may be reached although they are, or
+            resolve to, loopback, private, link-local or other non-public addresses.
 
     Returns:
         A `Reply` for any HTTP status (an error status's body cut at
         `max_bytes`), or a failed `StepResult` with error_code "timeout",
-        "cancelled", "gateway_unreachable" (refused, unknown host, connect
+        "cancelled", "egress_refused" (a non-public address not allowed; nothing
+        was sent), "gateway_unreachable" (refused, unknown host, connect
         timeout) or "agent_error" (TLS failure, broken connection, a 2xx
-        reply over `max_bytes`).
+        reply over `max_bytes`, a bad allow-list entry).
     """
     if cancel.is_set():
         return StepResult.failure("cancelled", "cancelled")
+    try:
+        allowed = allow_list(egress_allow)
+    except ValueError as exc:
+        return StepResult.failure(str(exc))
     try:
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
     except (TypeError, ValueError) as exc:
@@ -181,7 +253,7 @@ def post_json(url: str, payload: Any, *, headers: Mapping[str, str], timeout_s: 
     sent = {"Content-Type": "application/json", "Accept": "application/json"}
     sent.update((k, v) for k, v in headers.items() if k.lower() not in ("content-type", "content-length"))
     deadline = time.monotonic() + timeout_s
-    call = _Call(url, body, sent, connect_timeout_s, deadline, max_bytes)
+    call = _Call(url, body, sent, connect_timeout_s, deadline, max_bytes, allowed)
     call.start()
     while call.is_alive():
         if cancel.is_set():

@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from engine.executors.base import StepRequest, StepResult
+from engine.executors.gateway_result import (MAX_COST, MAX_TOKENS, MAX_TEXT, Malformed, clean_text, load_json,
+                                             outputs_problem, text_problem)
+from engine.executors.egress import allow_list
 from engine.executors.httpcall import Reply, check_headers, check_url, post_json
 from engine.model import OutputSchema
 
@@ -82,13 +85,16 @@ class OpenAIExecutor:
         prices: USD per million (input, output) tokens by model; None means `DEFAULT_PRICES`.
             A model without a price costs 0.0.
         system_prompt: sent as a system message before the user message.
+        egress_allow: "host:port" entries that may be reached although non-public (`egress.allow_list`).
 
     Raises:
-        ValueError: a base URL that is not absolute http(s), or a key that cannot be sent in a header.
+        ValueError: a base URL that is not absolute http(s), a key that cannot be sent in a header, or an
+            invalid allow-list entry.
     """
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None,
-                 prices: Mapping[str, tuple[float, float]] | None = None, system_prompt: str | None = None):
+                 prices: Mapping[str, tuple[float, float]] | None = None, system_prompt: str | None = None,
+                 egress_allow: Iterable[str] = ()):
         self.url = base_url.rstrip("/") + "/chat/completions"
         check_url(self.url)
         self.model = model
@@ -96,6 +102,7 @@ class OpenAIExecutor:
         self._headers = check_headers({"Authorization": f"Bearer {api_key}"} if self._key else {})
         self.prices = dict(DEFAULT_PRICES if prices is None else prices)
         self.system_prompt = system_prompt
+        self.egress_allow = allow_list(egress_allow)
 
     def __repr__(self) -> str:
         return f"OpenAIExecutor(url={self.url!r}, model={self.model!r})"
@@ -115,19 +122,20 @@ class OpenAIExecutor:
         Returns:
             The reply as stdout (and outputs when declared) with tokens and
             cost; or a failure with error_code "agent_error",
-            "gateway_unreachable", "timeout" or "cancelled".
+            "egress_refused", "gateway_unreachable", "timeout" or "cancelled".
         """
         reply = post_json(self.url, self.payload(request), headers=self._headers, timeout_s=request.timeout_s,
-                          cancel=cancel)
+                          cancel=cancel, egress_allow=self.egress_allow)
         result = reply if isinstance(reply, StepResult) else self._read(reply, request)
         if self._key and result.error and self._key in result.error:
             result.error = result.error.replace(self._key, "[api key]")
         return result
 
     def _read(self, reply: Reply, request: StepRequest) -> StepResult:
+        # the reply is hostile input, read by the same bounds as a gateway's (depth, numbers, stored text)
         try:
-            body = json.loads(reply.body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+            body = load_json(reply.body)
+        except Malformed:
             body = None
         if not 200 <= reply.status < 300:
             return StepResult.failure(f"the model API answered HTTP {reply.status}{_error_detail(body, reply)}")
@@ -140,28 +148,34 @@ class OpenAIExecutor:
         content = message.get("content")
         if not isinstance(content, str):
             refusal = message.get("refusal")
-            why = f"the model refused: {refusal[:_ERROR_CHARS]}" if isinstance(refusal, str) and refusal \
+            why = f"the model refused: {clean_text(refusal[:_ERROR_CHARS])}" if isinstance(refusal, str) and refusal \
                 else "the model returned no text content"
             return _failed(why, tokens, cost)
+        if problem := text_problem(content, MAX_TEXT):
+            return _failed(f"the model's reply {problem}", tokens, cost)
         if not request.spec.outputs:
             return StepResult(ok=True, outputs={}, stdout=content, tokens=tokens, cost=cost)
         try:
-            outputs = json.loads(content)
-        except ValueError:
+            outputs = load_json(content)
+        except Malformed:
             outputs = None
         if not isinstance(outputs, dict):
             return _failed("the model did not return JSON: the step declares outputs, so its reply must be "
                            f"a JSON object; it began {content[:80]!r}", tokens, cost, content)
+        if problem := outputs_problem(outputs):
+            return _failed(f"the model's JSON outputs {problem}", tokens, cost, content)
         return StepResult(ok=True, outputs=outputs, stdout=content, tokens=tokens, cost=cost)
 
     def _usage(self, usage: Any) -> tuple[int, float]:
-        # usage is bookkeeping: a malformed count is taken as 0 rather than failing an answered step
+        # usage is bookkeeping: a malformed or impossible count is taken as 0 rather than failing an answered step
         if not isinstance(usage, dict):
             return 0, 0.0
-        prompt, completion = (n if type(n) is int and n >= 0 else 0
+        prompt, completion = (n if type(n) is int and 0 <= n <= MAX_TOKENS else 0
                               for n in (usage.get("prompt_tokens"), usage.get("completion_tokens")))
+        if prompt + completion > MAX_TOKENS:
+            return 0, 0.0
         price_in, price_out = self.prices.get(self.model, (0.0, 0.0))
-        return prompt + completion, prompt / 1e6 * price_in + completion / 1e6 * price_out
+        return prompt + completion, min(prompt / 1e6 * price_in + completion / 1e6 * price_out, MAX_COST)
 
 
 def _first_message(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -180,7 +194,7 @@ def _error_detail(body: Any, reply: Reply) -> str:
         text = error
     else:
         text = reply.body[:200].decode("utf-8", "replace")
-    text = text.strip()[:_ERROR_CHARS]
+    text = clean_text(text.strip()[:_ERROR_CHARS])
     return f": {text}" if text else ""
 
 

@@ -1,25 +1,99 @@
 """The built-in `shell` agent: `sh -c COMMAND` in the run's working directory.
 
-The command was rendered with every interpolated value shell-quoted, so the
-shell only interprets what the author wrote. The process runs in its own
-process group so a timeout or a cancel kills everything it started, and
+The command refers to its values through variables (FORGE_V1, ...), so the
+shell only interprets what the author wrote. It runs in a clean environment
+(spec section 6): PATH, HOME (the run's working directory), LANG, TZ,
+FORGE_RUN_ID, FORGE_STEP_ID, FORGE_ATTEMPT, the value variables and what
+the agent's configuration lists, never the worker's own variables. It runs
+in a process group of its own, led by a guard (groupguard.py), so a
+timeout, a cancel or the worker's death kills everything it started, and
 captured output is bounded.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import json
 import os
+import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 from engine.executors.base import StepRequest, StepResult
+from engine.secrets import SECRET_PREFIX, read_secret, secret_name_problem
+from engine.templates import VALUE_PREFIX
 
 MAX_OUTPUT_BYTES = 1_048_576
 _CHUNK = 65536
+SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+GUARD = str(Path(__file__).with_name("groupguard.py"))
+_GUARD_ENV = {k: v for k, v in os.environ.items() if k == "LD_LIBRARY_PATH"}  # nothing a step could read there
+RESERVED = ("PATH", "HOME")  # and every FORGE_ name: the step's own and its value variables
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
+MAX_ENV_ENTRIES, MAX_ENV_VALUE = 100, 32768
+
+
+def _reserved(name: str) -> bool:
+    return name in RESERVED or name.startswith("FORGE_")
+
+
+@functools.cache
+def shield_worker() -> bool:
+    """Make this process non-dumpable (Linux): its /proc files (environ, memory) then belong to root, so a
+    step running as the same user cannot read the worker's secrets through /proc/$PPID. Best effort."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        return False
+
+
+def agent_env_problems(config: Mapping) -> list[str]:
+    """Why a shell agent's `env` (NAME: literal value) and `secret_env` (worker variables to pass on) are refused."""
+    if not isinstance(config, Mapping):
+        return ["the configuration must be a JSON object"]
+    problems = []
+    env, secrets = config.get("env", {}), config.get("secret_env", [])
+    if not isinstance(env, Mapping) or len(env) > MAX_ENV_ENTRIES:
+        problems.append(f"env must be a mapping of at most {MAX_ENV_ENTRIES} NAME: value pairs")
+        env = {}
+    for name, value in env.items():
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+            problems.append(f"env: {str(name)[:100]!r} is not a variable name (letters, digits and _)")
+        elif _reserved(name):
+            problems.append(f"env: {name} is set by Forge for every shell step (PATH, HOME and FORGE_* are reserved)")
+        elif not isinstance(value, str) or "\0" in value or len(value) > MAX_ENV_VALUE:
+            problems.append(f"env: the value of {name} must be text of at most {MAX_ENV_VALUE} characters")
+    if not isinstance(secrets, list) or len(secrets) > MAX_ENV_ENTRIES:
+        problems.append(f"secret_env must be a list of at most {MAX_ENV_ENTRIES} variable names")
+        secrets = []
+    problems.extend(f"secret_env: {problem}" for name in secrets if (problem := secret_name_problem(name)))
+    return problems
+
+
+def agent_environment(config: Mapping, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What a shell agent's configuration adds to its steps' environment: `env` as written, and each
+    `secret_env` variable the worker has (one it lacks is left out, as an unset variable).
+
+    Raises:
+        ValueError: the configuration is refused (agent_env_problems), every reason in the message.
+    """
+    problems = agent_env_problems(config)
+    if problems:
+        raise ValueError("; ".join(problems))
+    added = dict(config.get("env", {}))
+    for name in config.get("secret_env", []):
+        value = read_secret(name, environ)
+        if value is not None:
+            added[name] = value
+    return added
 
 
 class _Capture(threading.Thread):
@@ -73,26 +147,51 @@ def last_line_object(stdout: str) -> dict | None:
 
 
 class ShellExecutor:
-    """Runs commands with `sh -c`.
+    """Runs commands with `sh -c`, in a clean environment.
 
     Args:
-        env: the environment of the commands (default: this process's).
+        env: what the agent's configuration adds to the environment (agent_environment()).
         max_output_bytes: how much of stdout and of stderr is kept.
     """
 
     def __init__(self, env: Mapping[str, str] | None = None, max_output_bytes: int = MAX_OUTPUT_BYTES):
-        self.env = dict(env) if env is not None else None
+        self.env = {k: v for k, v in (env or {}).items() if k.startswith(SECRET_PREFIX) or not _reserved(k)}
         self.max_output_bytes = max_output_bytes
 
-    def execute(self, request: StepRequest, cancel: threading.Event) -> StepResult:
-        env = dict(self.env if self.env is not None else os.environ)
+    def environment(self, request: StepRequest) -> dict[str, str]:
+        """Nothing of the worker's environment but its PATH: the worker's secrets stay in the worker."""
+        env = {"PATH": os.environ.get("PATH") or SAFE_PATH, "HOME": request.workdir or os.getcwd(),
+               "LANG": "C.UTF-8", "TZ": "UTC", **self.env}
+        env.update((k, v) for k, v in request.env.items() if k.startswith(VALUE_PREFIX))
         env.update(FORGE_RUN_ID=request.run_id, FORGE_STEP_ID=request.step, FORGE_ATTEMPT=str(request.attempt))
+        return env
+
+    def execute(self, request: StepRequest, cancel: threading.Event) -> StepResult:
+        shield_worker()
+        watched, alive = os.pipe()  # the guard reads `watched`; only this process holds `alive`
+        guard = None
         try:
-            process = subprocess.Popen(
-                ["sh", "-c", request.command], cwd=request.workdir, env=env, stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        except OSError as exc:
-            return StepResult.failure(f"could not start the shell: {exc}")
+            try:
+                guard = subprocess.Popen([sys.executable, "-I", "-S", GUARD, str(watched)], pass_fds=(watched,),
+                                         env=_GUARD_ENV, stdin=subprocess.DEVNULL, process_group=0)
+                process = subprocess.Popen(
+                    ["sh", "-c", request.command], cwd=request.workdir, env=self.environment(request),
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=guard.pid)
+            except (OSError, ValueError) as exc:
+                return StepResult.failure(f"could not start the shell: {exc}")
+            finally:
+                os.close(watched)
+            return self._run(process, guard.pid, request, cancel)
+        finally:
+            try:
+                os.write(alive, b"done")  # the step ended here: the guard leaves without killing anything
+            except OSError:
+                pass  # it was killed with the group (timeout, cancel)
+            os.close(alive)
+            if guard is not None:
+                guard.wait()
+
+    def _run(self, process: subprocess.Popen, group: int, request: StepRequest, cancel: threading.Event) -> StepResult:
         out = _Capture(process.stdout, self.max_output_bytes)
         err = _Capture(process.stderr, 65536, tail=True)
         out.start()
@@ -100,7 +199,7 @@ class ShellExecutor:
         feeder = threading.Thread(target=_feed, args=(process.stdin, (request.stdin or "").encode("utf-8")),
                                   daemon=True)
         feeder.start()
-        outcome = self._wait(process, request.timeout_s, cancel)
+        outcome = self._wait(process, group, request.timeout_s, cancel)
         for thread in (feeder, out, err):
             thread.join(timeout=5)
         stdout = out.data.decode("utf-8", "replace")
@@ -119,7 +218,7 @@ class ShellExecutor:
         return StepResult(ok=True, outputs=last_line_object(stdout) or {}, stdout=stdout)
 
     @staticmethod
-    def _wait(process: subprocess.Popen, timeout_s: float, cancel: threading.Event) -> str:
+    def _wait(process: subprocess.Popen, group: int, timeout_s: float, cancel: threading.Event) -> str:
         deadline = time.monotonic() + timeout_s
         while True:
             left = deadline - time.monotonic()
@@ -130,7 +229,7 @@ class ShellExecutor:
                 pass
             if cancel.is_set() or time.monotonic() >= deadline:
                 try:
-                    os.killpg(process.pid, signal.SIGKILL)
+                    os.killpg(group, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
                 process.wait()

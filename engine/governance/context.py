@@ -30,7 +30,8 @@ class StepInfo:
         workflow: the workflow's name.
         capabilities: capabilities the step requires.
         args: the run's arguments.
-        estimated_cost: what this attempt is expected to cost, in the budget currency.
+        estimated_cost: what this attempt is expected to cost, in the budget currency: the
+            amount its dispatch reserves against every budget that covers it.
     """
 
     run_id: str
@@ -76,6 +77,7 @@ class AgentInfo:
         dispatches_last_minute: dispatches to it in the last 60 seconds.
         monthly_budget: its spending ceiling this month (None: no ceiling).
         month_spend: what it has spent this month.
+        month_reserved: what its steps in flight have reserved this month and not yet spent.
     """
 
     name: str
@@ -89,6 +91,7 @@ class AgentInfo:
     dispatches_last_minute: int = 0
     monthly_budget: float | None = None
     month_spend: float = 0.0
+    month_reserved: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +103,14 @@ class BudgetEnvelope:
         scope: what it covers.
         limit: its ceiling.
         spent: what has been charged to it so far.
+        reserved: what steps in flight have reserved against it and not yet spent.
     """
 
     name: str
     scope: str
     limit: float
     spent: float
+    reserved: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,31 +115,43 @@ def rate_limit(ctx: GateContext) -> GateResult:
     return allow()
 
 
+def _over(total: float, limit: float) -> bool:
+    # Spend is summed in floating point (ten steps of 0.03 make 0.30000000000000004): an excess of a
+    # billionth of the limit is rounding, not spend.
+    return total > limit + 1e-9 * max(1.0, abs(limit))
+
+
+def _committed(spent: float, reserved: float) -> str:
+    return f"{spent:.2f} spent" + (f", {reserved:.2f} reserved by steps in flight" if reserved else "")
+
+
 def budget_agent(ctx: GateContext) -> GateResult:
-    """An agent's spend this month, this step included, stays within its monthly budget."""
+    """An agent's spend this month, with what its steps in flight reserved and this step's estimate, stays
+    within its monthly budget."""
     agent = ctx.agent
     if agent is None or agent.monthly_budget is None:
         return allow()
-    total = agent.month_spend + ctx.step.estimated_cost
-    if total > agent.monthly_budget:
+    total = agent.month_spend + agent.month_reserved + ctx.step.estimated_cost
+    if _over(total, agent.monthly_budget):
         return block("budget_exceeded", False,
                      f"agent {agent.name!r} would spend {total:.2f} this month, over its monthly "
-                     f"budget of {agent.monthly_budget:.2f} ({agent.month_spend:.2f} spent)")
+                     f"budget of {agent.monthly_budget:.2f} ({_committed(agent.month_spend, agent.month_reserved)})")
     return allow()
 
 
 def budget_envelopes(ctx: GateContext) -> GateResult:
-    """No budget envelope covering the step (org, its workflow, its agent) goes over its limit."""
+    """No budget envelope covering the step (org, its workflow, its agent) goes over its limit, counting what
+    steps in flight reserved and this step's estimate."""
     step = ctx.step
     scopes = ("org", f"workflow:{step.workflow}", f"agent:{step.agent}")
     for envelope in ctx.envelopes:
         if envelope.scope not in scopes:
             continue
-        total = envelope.spent + step.estimated_cost
-        if total > envelope.limit:
+        total = envelope.spent + envelope.reserved + step.estimated_cost
+        if _over(total, envelope.limit):
             return block("budget_exceeded", False,
                          f"budget {envelope.name!r} ({envelope.scope}) would reach {total:.2f}, "
-                         f"over its limit of {envelope.limit:.2f} ({envelope.spent:.2f} spent)")
+                         f"over its limit of {envelope.limit:.2f} ({_committed(envelope.spent, envelope.reserved)})")
     return allow()
 
 

@@ -23,6 +23,13 @@ class Dispatch(Message):
     timeout_s: float = 3600.0
     previous_output: str | None = None
     governance_approved: bool = False  # a human approved a governance hold for this attempt
+    env: dict[str, str] = field(default_factory=dict)  # a shell command's value variables (FORGE_V1, ...)
+
+    def to_json(self) -> dict[str, Any]:
+        data = Message.to_json(self)
+        if not self.env:
+            del data["env"]  # commands of steps without values read as they always have (golden replays)
+        return data
 
 
 @dataclass(slots=True)

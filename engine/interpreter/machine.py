@@ -359,7 +359,7 @@ class Interpreter(FailureHandling):
         self._mark_started(i)
         self._set(i, RUNNING, None)
         try:
-            inputs, command, stdin = steps.dispatch_values(spec, self._scope, self.state.options.shell_agents)
+            inputs, command, stdin, env = steps.dispatch_values(spec, self._scope, self.state.options.shell_agents)
         except steps.StepFailure as exc:
             self._fail(i, exc.code, str(exc), False)
             return
@@ -371,7 +371,7 @@ class Interpreter(FailureHandling):
         self._out.append(cmd.Dispatch(
             step=self._ids[i], attempt=st.attempt, agent=spec.model.agent or "", command=command,
             iteration=st.iteration, call=st.calls, stdin=stdin, inputs=inputs, timeout_s=timeout,
-            previous_output=previous, governance_approved=st.hold_approved))
+            previous_output=previous, governance_approved=st.hold_approved, env=env))
         self._timer(i, timeout, "timeout")
 
     def _mark_started(self, i: int) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from engine.expressions import MISSING, EvaluationError, Scope
 from engine.outputs import coerce, coerce_outputs, validate_outputs
-from engine.templates import Template, TemplateError, shell_quote, to_text
+from engine.templates import Template, TemplateError, to_text
 from engine.workflow import StepSpec
 
 
@@ -22,8 +22,11 @@ class StepFailure(Exception):
         super().__init__(message)
 
 
-def dispatch_values(spec: StepSpec, scope: Scope, shell_agents: tuple[str, ...]) -> tuple[dict, str, str | None]:
-    """The inputs, the rendered command and the stdin text of an agent step's dispatch.
+def dispatch_values(spec: StepSpec, scope: Scope, shell_agents: tuple[str, ...]) -> tuple[dict, str, str | None, dict]:
+    """The inputs, the rendered command, the stdin text and the command's variables of an agent step's dispatch.
+
+    A shell agent's command refers to its values through variables (spec section 6); other agents get
+    the values written into the command, as text.
 
     Raises:
         StepFailure: `input_missing` or `template_error`.
@@ -36,9 +39,12 @@ def dispatch_values(spec: StepSpec, scope: Scope, shell_agents: tuple[str, ...])
                 raise StepFailure("input_missing", f"input {binding.name!r} ({binding.path.text()}) did not resolve")
             continue
         inputs[binding.name] = coerce(value, binding.type)
-    quote = shell_quote if spec.model.agent in shell_agents else None
     try:
-        command = spec.command.render(scope, quote) if spec.command is not None else ""
+        command, env = "", {}
+        if spec.command is not None and spec.model.agent in shell_agents:
+            command, env = spec.command.render_shell(scope)
+        elif spec.command is not None:
+            command = spec.command.render(scope)
         stdin = None
         if spec.stdin is not None:
             value = scope.resolve(spec.stdin.dollar, spec.stdin.segments)
@@ -47,7 +53,7 @@ def dispatch_values(spec: StepSpec, scope: Scope, shell_agents: tuple[str, ...])
             stdin = to_text(value)
     except TemplateError as exc:
         raise StepFailure("template_error", str(exc)) from None
-    return inputs, command, stdin
+    return inputs, command, stdin, env
 
 
 def approval_message(spec: StepSpec, scope: Scope) -> str:

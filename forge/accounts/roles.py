@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 OPERATORS = "Operators"
 APPROVERS = "Approvers"
 ADMINS = "Admins"
 GROUPS = (OPERATORS, APPROVERS, ADMINS)
 
-# action -> the groups allowed to take it (superusers may take any)
+# action -> the groups allowed to take it (superusers may take any). Deciding approvals is not an action
+# here: who may decide depends on the step (`may_approve`).
 ACTIONS = {
     "run.start": (OPERATORS, ADMINS),
     "run.cancel": (OPERATORS, ADMINS),
     "run.restart": (OPERATORS, ADMINS),
-    "approval.decide": (APPROVERS, ADMINS),
     "workflow.edit": (OPERATORS, ADMINS),
     "governance.edit": (ADMINS,),
 }
@@ -28,10 +30,30 @@ def group_names(user) -> frozenset[str]:
     return cached
 
 
+def _active(user) -> bool:
+    return user is not None and user.is_authenticated and user.is_active
+
+
 def can(user, action: str) -> bool:
     """Whether `user` may take `action` (one of ACTIONS)."""
-    if user is None or not user.is_authenticated or not user.is_active:
+    if not _active(user):
         return False
     if user.is_superuser:
         return True
     return bool(group_names(user) & set(ACTIONS[action]))
+
+
+def deciding_groups(approvers: Iterable[str]) -> frozenset[str]:
+    """The groups whose members may decide an approval that names `approvers` (empty: none named).
+
+    The named groups, or Approvers when none is named; Admins always, so that a step naming a group
+    nobody is in can still be decided by the people who run the installation.
+    """
+    return frozenset(approvers or (APPROVERS,)) | {ADMINS}
+
+
+def may_approve(user, approvers: Iterable[str]) -> bool:
+    """Whether `user` belongs to a group that may decide an approval naming `approvers`."""
+    if not _active(user):
+        return False
+    return user.is_superuser or bool(group_names(user) & deciding_groups(approvers))

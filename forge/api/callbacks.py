@@ -1,72 +1,49 @@
 """`POST /api/v1/steps/complete`: a gateway reports the result of a step it accepted (202).
 
 Authenticated by the gateway's token (`X-Gateway-Token`, or `Authorization:
-Bearer`), compared in constant time with every stored hash. Any answer but
-2xx makes a gateway retry, so every result that was recorded, or that can
-never be (a duplicate, a superseded attempt, an ended run), is acknowledged
-with 200 and says what happened.
+Bearer`), compared in constant time with every stored hash. The body is read
+by the same rules as a gateway's synchronous reply (`engine.executors.
+gateway_result`), whatever its Content-Type says, and at most 2 MiB of it is
+read: a larger one, with or without a Content-Length, is a 413.
+
+Any answer but 2xx makes a gateway retry, so every result that was recorded,
+or that can never be (a duplicate, a superseded attempt, an ended run, an
+attempt that was never sent to this gateway), is acknowledged with 200 and
+says what happened. Spend is recorded only for an attempt that governance
+allowed to this step's agent: the step row's current dispatch, or for an
+earlier one its `forge.governance.allowed` audit row (step, attempt,
+iteration, agent). Both are committed before the gateway is called, so a
+genuine callback always finds its record; one that finds none was never
+sent and never will be.
 """
 
 from __future__ import annotations
 
-import json
-import math
+import logging
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from engine.executors import StepResult as Result
+from engine.executors.gateway_result import GatewayResult, Malformed, load_json, read_result
+from forge.audit.models import AuditEvent
+from forge.audit.services import audit
+from forge.governance.context import ALLOWED
 from forge.governance.models import Agent, Gateway
 from forge.runs.completion import Completion, Outcome, complete_step
 from forge.runs.models import StepResult
 from forge.runs.tasks import enqueue_advance
 
+log = logging.getLogger(__name__)
+
 MAX_BODY_BYTES = 2 * 1_048_576
-
-
-class StepCompleteBody(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    run_id: int = Field(ge=1)
-    step: str = Field(min_length=1, max_length=64)
-    attempt: int = Field(ge=1)
-    iteration: int = Field(default=0, ge=0)
-    ok: bool
-    outputs: dict | None = None
-    stdout: str = Field(default="", max_length=MAX_BODY_BYTES)
-    error: str | None = Field(default=None, max_length=10_000)
-    error_code: str | None = Field(default=None, max_length=64)
-    tokens: int = Field(default=0, ge=0, le=2**31 - 1)
-    cost: float = Field(default=0.0, ge=0.0, le=10**9)
-
-    @field_validator("run_id", mode="before")
-    @classmethod
-    def _echoed_id(cls, value):
-        # Dispatch sends the run id as text; a gateway that echoes it back is answering correctly.
-        if isinstance(value, str) and value.isascii() and value.isdigit():
-            return int(value)
-        return value
-
-    @field_validator("cost", mode="before")
-    @classmethod
-    def _finite(cls, value):
-        if isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError("cost must be a finite number")
-        return value
+UNKNOWN_ATTEMPT = "unknown_attempt"
 
 
 def problem(status: int, message: str, **extra) -> Response:
     return Response({"error": message, **extra}, status=status)
-
-
-def describe(exc: ValidationError) -> list[str]:
-    return [f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in exc.errors()[:20]]
 
 
 def gateway_for(token: str) -> Gateway | None:
@@ -75,6 +52,31 @@ def gateway_for(token: str) -> Gateway | None:
         if gateway.token_matches(token) and found is None:  # no early exit: the time says nothing
             found = gateway
     return found
+
+
+def read_body(request) -> bytes | None:
+    """At most MAX_BODY_BYTES of the body, or None when it is larger.
+
+    Not `request.body`: past DATA_UPLOAD_MAX_MEMORY_SIZE it raises, and a body
+    without Content-Length (chunked, under ASGI) would become Django's 400 page.
+    """
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > MAX_BODY_BYTES:
+        return None
+    raw = request.read(MAX_BODY_BYTES + 1)
+    return None if len(raw) > MAX_BODY_BYTES else raw
+
+
+def was_dispatched(row: dict, got: GatewayResult) -> bool:
+    """Whether this attempt (and iteration) of the step was sent to the step's agent."""
+    current = row["dispatch"] or {}
+    if current.get("attempt") == got.attempt and current.get("iteration", 0) == got.iteration:
+        return True
+    return AuditEvent.objects.filter(run_id=got.run_id, code=ALLOWED, step=got.step, attempt=got.attempt,
+                                     target=f"agent:{row['agent']}", detail__iteration=got.iteration).exists()
 
 
 class StepCompleteApi(APIView):
@@ -94,33 +96,38 @@ class StepCompleteApi(APIView):
         if gateway is None:
             return problem(401, "the token matches no gateway")
         try:
-            declared = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            declared = 0
-        if declared > MAX_BODY_BYTES:
-            return problem(413, "the body is larger than 2 MiB")
-        raw = request.body  # a body without Content-Length is read, then measured
-        if len(raw) > MAX_BODY_BYTES:
+            raw = read_body(request._request)
+        except OSError:  # the client went away mid-body (UnreadablePostError)
+            return problem(400, "the body could not be read to its end")
+        if raw is None:
             return problem(413, "the body is larger than 2 MiB")
         try:
-            data = json.loads(raw)
-        except ValueError:
-            return problem(400, "the body is not JSON")
-        try:
-            body = StepCompleteBody.model_validate(data)
-        except ValidationError as exc:
-            return problem(400, "the body is not a step result", details=describe(exc))
-        agent = StepResult.objects.filter(run_id=body.run_id, step=body.step).values_list("agent", flat=True).first()
-        if agent is None:
-            return problem(404, f"run {body.run_id} has no step {body.step!r}")
-        if not Agent.objects.filter(name=agent, gateway=gateway).exists():
-            return problem(403, f"step {body.step!r} was not sent to gateway {gateway.name!r}")
-        result = Result(ok=body.ok, outputs=body.outputs, stdout=body.stdout, error=body.error,
-                        error_code=body.error_code or (None if body.ok else "agent_error"), tokens=body.tokens,
-                        cost=body.cost)
-        outcome = complete_step(Completion(body.run_id, body.step, body.attempt, body.iteration, result),
+            got = read_result(load_json(raw))
+        except Malformed as exc:
+            return problem(400, "the body is not a step result",
+                           details=[f"{name}: {text}" for name, text in exc.problems[:20]])
+        row = StepResult.objects.filter(run_id=got.run_id, step=got.step).values("agent", "dispatch").first()
+        if row is None:
+            return problem(404, f"run {got.run_id} has no step {got.step!r}")
+        if not Agent.objects.filter(name=row["agent"], gateway=gateway).exists():
+            return problem(403, f"step {got.step!r} was not sent to gateway {gateway.name!r}")
+        if not was_dispatched(row, got):
+            return self.unknown_attempt(gateway, got)
+        outcome = complete_step(Completion(got.run_id, got.step, got.attempt, got.iteration, got.result),
                                 source=f"gateway:{gateway.name}")
         if outcome is Outcome.ACCEPTED:
-            enqueue_advance(body.run_id)
+            enqueue_advance(got.run_id)
         return Response({"received": True, "deduplicated": outcome is Outcome.DUPLICATE,
                          "accepted": outcome is Outcome.ACCEPTED, "outcome": outcome.value})
+
+    @staticmethod
+    def unknown_attempt(gateway: Gateway, got: GatewayResult) -> Response:
+        """Acknowledged, so the gateway stops retrying what can never become valid; nothing is recorded."""
+        log.warning("gateway %r reported attempt %d (iteration %d) of step %r of run %d, which was never "
+                    "dispatched to it; nothing recorded", gateway.name, got.attempt, got.iteration, got.step,
+                    got.run_id)
+        audit("forge.step.unknown_attempt_result", run_id=got.run_id, step=got.step, attempt=got.attempt,
+              target=f"gateway:{gateway.name}",
+              detail={"iteration": got.iteration, "tokens": got.result.tokens, "cost": got.result.cost},
+              key=f"unknown:{got.run_id}:{got.step}:{got.attempt}:{got.iteration}")
+        return Response({"received": True, "deduplicated": False, "accepted": False, "outcome": UNKNOWN_ATTEMPT})

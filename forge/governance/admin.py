@@ -1,11 +1,29 @@
 from django.contrib import admin, messages
+from django.db import transaction
 
 from forge.admin_views import ReadOnlyAdmin
+from forge.governance import services
 from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy, TokenEvent
 
 
+class ConfigurationAdmin(admin.ModelAdmin):
+    """Configuration edited here (also through the change list's editable columns and the bulk delete
+    action) changes through the services, which check permission and audit each change."""
+
+    def save_model(self, request, obj, form, change):
+        services.config_save(user=request.user, instance=obj)
+
+    def delete_model(self, request, obj):
+        services.config_delete(user=request.user, instance=obj)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():  # the bulk action deletes all it was given or none
+            for obj in queryset:
+                services.config_delete(user=request.user, instance=obj)
+
+
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(ConfigurationAdmin):
     list_display = ("name", "provider", "enabled", "status", "trust_level", "max_concurrency",
                     "rate_limit_per_minute", "monthly_budget", "gateway")
     list_filter = ("provider", "enabled", "status")
@@ -13,26 +31,25 @@ class AgentAdmin(admin.ModelAdmin):
 
 
 @admin.register(Gateway)
-class GatewayAdmin(admin.ModelAdmin):
+class GatewayAdmin(ConfigurationAdmin):
     list_display = ("name", "url", "healthy", "min_trust_level", "checked_at")
     actions = ["issue_token"]
 
-    @admin.action(description="Issue a new callback token (shown once)")
+    @admin.action(description="Issue a new callback token (shown once)", permissions=["change"])
     def issue_token(self, request, queryset):
         for gateway in queryset:
-            token = gateway.set_token()
-            gateway.save(update_fields=["token_hash"])
+            token = services.gateway_token_issue(user=request.user, gateway=gateway)
             self.message_user(request, f"{gateway.name}: new token {token} (copy it now; it is stored hashed)",
                               messages.WARNING)
 
 
 @admin.register(BudgetEnvelope)
-class BudgetEnvelopeAdmin(admin.ModelAdmin):
+class BudgetEnvelopeAdmin(ConfigurationAdmin):
     list_display = ("name", "scope", "limit", "monthly", "enabled")
 
 
 @admin.register(Policy)
-class PolicyAdmin(admin.ModelAdmin):
+class PolicyAdmin(ConfigurationAdmin):
     list_display = ("name", "effect", "when", "enabled", "order")
     list_editable = ("enabled", "order")
 
@@ -41,4 +58,3 @@ class PolicyAdmin(admin.ModelAdmin):
 class TokenEventAdmin(ReadOnlyAdmin):
     list_display = ("at", "run_id", "step", "attempt", "agent", "workflow", "tokens", "cost")
     list_filter = ("agent", "workflow")
-

@@ -4,7 +4,7 @@ Configuration (agents, gateways, policies, envelopes) changes rarely and is
 read on every dispatch, so each process keeps one snapshot of it: a save or
 delete in this process drops it at once, and a change made by another
 process (the console, another cluster) is seen within
-FORGE_GOVERNANCE_REFRESH_S. Load and spend are read live per dispatch, and
+FORGE_GOVERNANCE_REFRESH_S. Load and spend are read live, under locks, and
 only for agents and envelopes that set a limit.
 """
 
@@ -13,18 +13,18 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Sum
 from django.db.models.signals import post_delete, post_save
 
 from engine.governance import context as gc
 from engine.interpreter.commands import Dispatch
-from engine.interpreter.state import StepStatus
 from forge.audit.models import AuditEvent
-from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy, TokenEvent
+from forge.governance import reservations
+from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy
 
 ALLOWED = "forge.governance.allowed"
 
@@ -69,71 +69,91 @@ for _model in (Agent, Gateway, Policy, BudgetEnvelope):
     post_delete.connect(forget_configuration, sender=_model, dispatch_uid=f"governance-{_model.__name__}-deleted")
 
 
-def month_start(now: datetime) -> datetime:
-    return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-
-
 class GovernanceView:
-    """What the gates see during one round; `running` counts dispatches this round has not written yet."""
+    """What the gates see during one round.
+
+    `running` and `dispatched` count this round's allowed dispatches, which
+    it has not written yet. The first dispatch that a limit governs opens
+    the round's `ledger`: it locks every limited envelope and agent the
+    workflow can reach and reads their spend, so the round's later
+    dispatches and its reservations need no other lock (see reservations).
+    """
 
     def __init__(self, now: datetime):
         self.now = now
         self.config = configuration()
         self.running: Counter[str] = Counter()
         self.dispatched: Counter[str] = Counter()
+        self.ledger: reservations.Ledger | None = None
 
     def agent(self, name: str) -> Agent | None:
         return self.config.agents.get(name)
 
-    def envelopes(self, workflow: str, agent: str) -> tuple[gc.BudgetEnvelope, ...]:
-        scopes = {"org", f"workflow:{workflow}", f"agent:{agent}"}
-        return tuple(gc.BudgetEnvelope(e.name, e.scope, e.limit, self._spent(e))
-                     for e in self.config.envelopes if e.scope in scopes)
+    def envelopes(self, workflow: str, agent: str) -> list[BudgetEnvelope]:
+        """The enabled envelopes that cover a step of `agent` in `workflow`."""
+        scopes = ("org", f"workflow:{workflow}", f"agent:{agent}")
+        return [e for e in self.config.envelopes if e.scope in scopes]
 
-    def _spent(self, envelope: BudgetEnvelope) -> float:
-        events = TokenEvent.objects.all()
-        kind, _, name = envelope.scope.partition(":")
-        if kind == "workflow":
-            events = events.filter(workflow=name)
-        elif kind == "agent":
-            events = events.filter(agent=name)
-        if envelope.monthly:
-            events = events.filter(at__gte=month_start(self.now))
-        return float(events.aggregate(total=Sum("cost"))["total"] or 0.0)
+    def budgeted(self, workflow: str, agent: str) -> bool:
+        """Whether any budget covers a step of `agent` in `workflow`: only then is its cost reserved."""
+        record = self.agent(agent)
+        return (record is not None and record.monthly_budget is not None) or bool(self.envelopes(workflow, agent))
 
-    def context(self, *, run, workflow: str, dispatch: Dispatch, capabilities: tuple[str, ...]) -> gc.GateContext:
-        from forge.runs.models import StepResult
+    def limited(self, workflow: str, agent: str) -> bool:
+        """Whether a dispatch to `agent` must read figures that another round could change at the same time."""
+        record = self.agent(agent)
+        return self.budgeted(workflow, agent) or (record is not None and (
+            record.max_concurrency is not None or record.rate_limit_per_minute is not None))
 
+    def open_ledger(self, workflow: str, agents: Iterable[str]) -> None:
+        """Lock and read every limit that a dispatch of this round may meet: all at once, in one order."""
+        if self.ledger is not None:
+            return
+        names = set(agents)
+        limited = [a for name in sorted(names) if (a := self.agent(name)) is not None and self.limited(workflow, name)]
+        scopes = {"org", f"workflow:{workflow}", *(f"agent:{name}" for name in names)}
+        self.ledger = reservations.Ledger.open(self.now, [e for e in self.config.envelopes if e.scope in scopes],
+                                               limited)
+
+    def context(self, *, run, workflow: str, dispatch: Dispatch, capabilities: tuple[str, ...], running: int,
+                estimated_cost: float) -> gc.GateContext:
+        """The gates' view of one dispatch; `running` is what the agent runs now, this round's dispatches
+        included, and the ledger is open if the dispatch is `limited`."""
         agent = self.agent(dispatch.agent)
+        ledger = self.ledger
         agent_info = gateway_info = None
         if agent is not None:
-            running = dispatches = 0
-            if agent.max_concurrency is not None:
-                running = StepResult.objects.filter(agent=agent.name, status=StepStatus.RUNNING).count()
+            dispatches = 0
             if agent.rate_limit_per_minute is not None:
                 dispatches = AuditEvent.objects.filter(code=ALLOWED, target=f"agent:{agent.name}",
                                                        at__gte=self.now - timedelta(minutes=1)).count()
-            spend = 0.0
-            if agent.monthly_budget is not None:
-                spend = float(TokenEvent.objects.filter(agent=agent.name, at__gte=month_start(self.now))
-                              .aggregate(total=Sum("cost"))["total"] or 0.0)
+            spent, reserved = ledger.agents[agent.name] if ledger and agent.name in ledger.agents else (0.0, 0.0)
             agent_info = gc.AgentInfo(
                 name=agent.name, enabled=agent.enabled, status=agent.status, role=agent.role,
                 trust_level=agent.trust_level, max_concurrency=agent.max_concurrency,
-                running=running + self.running[agent.name], rate_limit_per_minute=agent.rate_limit_per_minute,
+                running=running, rate_limit_per_minute=agent.rate_limit_per_minute,
                 dispatches_last_minute=dispatches + self.dispatched[agent.name],
-                monthly_budget=agent.monthly_budget, month_spend=spend)
+                monthly_budget=agent.monthly_budget, month_spend=spent, month_reserved=reserved)
             if agent.gateway is not None:
                 gw = agent.gateway
                 gateway_info = gc.GatewayInfo(gw.name, gw.healthy, gw.min_trust_level, tuple(gw.capabilities))
         step = gc.StepInfo(run_id=str(run.pk), step=dispatch.step, attempt=dispatch.attempt, agent=dispatch.agent,
                            workflow=workflow, capabilities=capabilities, args=run.args,
-                           estimated_cost=agent.estimated_cost if agent else 0.0)
+                           estimated_cost=estimated_cost)
         trust = None
         if agent is not None and agent.required_context_trust:
             trust = gc.ContextTrust(run.context_trust, {agent.role: agent.required_context_trust})
+        envelopes = tuple(gc.BudgetEnvelope(e.name, e.scope, e.limit, *ledger.envelopes[e.pk])
+                          for e in self.envelopes(workflow, dispatch.agent))
         return gc.GateContext(
-            step=step, gateway=gateway_info, agent=agent_info,
-            envelopes=self.envelopes(workflow, dispatch.agent), policies=self.config.policies, context_trust=trust,
-            approval_required=bool(agent and agent.requires_approval),
+            step=step, gateway=gateway_info, agent=agent_info, envelopes=envelopes, policies=self.config.policies,
+            context_trust=trust, approval_required=bool(agent and agent.requires_approval),
             approval_granted=dispatch.governance_approved)
+
+    def reserve(self, *, run_id: int, workflow: str, dispatch: Dispatch, amount: float) -> None:
+        """Hold an allowed dispatch's projected cost against the budgets that cover it."""
+        if amount <= 0 or not self.budgeted(workflow, dispatch.agent):
+            return
+        reservations.reserve(run_id=run_id, workflow=workflow, agent=dispatch.agent, step=dispatch.step,
+                             attempt=dispatch.attempt, iteration=dispatch.iteration, amount=amount, at=self.now)
+        self.ledger.hold(self.envelopes(workflow, dispatch.agent), dispatch.agent, amount)

@@ -4,19 +4,51 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import secrets
 
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from engine.executors.shell import agent_env_problems
 from engine.governance.context import POLICY_EFFECTS, check_policy_expression
+from engine.secrets import secret_name_problem
 
 PROVIDERS = ("mock", "shell", "http", "openai", "python")
 
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def secret_names(*keys: str):
+    """A config check: each of `keys`, when set, names an agent secret (engine/secrets.py), never a server secret."""
+    def check(config: dict):
+        for key in keys:
+            if config.get(key) not in (None, ""):
+                if problem := secret_name_problem(config[key]):
+                    yield f"{key}: {problem}"
+    return check
+
+
+def spend_bounds(config: dict):
+    """A config check: an openai agent's `max_tokens` and `price_per_million`, which its dispatches reserve."""
+    tokens = config.get("max_tokens")
+    if tokens is not None and (type(tokens) is not int or tokens <= 0):
+        yield "max_tokens: the most tokens one call uses (prompt and reply), a whole number above 0"
+    price = config.get("price_per_million")
+    if price is not None and not (isinstance(price, list) and len(price) == 2
+                                  and all(type(p) in (int, float) and 0 <= p < math.inf for p in price)):
+        yield "price_per_million: [input, output] in USD per million tokens, two numbers of at least 0"
+
+
+# What each provider's config must satisfy: checks that take the config (a dict) and yield problems.
+CONFIG_CHECKS = {
+    "http": (secret_names("token_env"),),
+    "openai": (secret_names("api_key_env"), spend_bounds),
+    "shell": (agent_env_problems,),
+}
 
 
 class Gateway(models.Model):
@@ -76,6 +108,13 @@ class Agent(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def clean(self):
+        if not isinstance(self.config, dict):
+            raise ValidationError({"config": "the configuration must be a JSON object"})
+        problems = [problem for check in CONFIG_CHECKS.get(self.provider, ()) for problem in check(self.config)]
+        if problems:
+            raise ValidationError({"config": problems})
+
 
 class BudgetEnvelope(models.Model):
     """A spending ceiling over a scope: the whole org, one workflow, or one agent."""
@@ -126,7 +165,9 @@ class Policy(models.Model):
 
 
 class TokenEvent(models.Model):
-    """Tokens and cost one step attempt spent; what budgets are measured from."""
+    """One call of an agent, what budgets are measured from: its dispatch reserves the projected cost
+    (`reserved`, `settled` false), and its result settles it to the tokens and cost it really spent. An
+    attempt stopped without a result releases its reservation (`reserved` 0), still open to a late result."""
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
     run_id = models.BigIntegerField(db_index=True)
@@ -135,10 +176,14 @@ class TokenEvent(models.Model):
     iteration = models.IntegerField(default=0)
     agent = models.CharField(max_length=64, db_index=True)
     workflow = models.CharField(max_length=128, db_index=True)
-    tokens = models.PositiveIntegerField(default=0)
+    tokens = models.PositiveBigIntegerField(default=0)
     cost = models.FloatField(default=0.0)
+    reserved = models.FloatField(default=0.0, help_text="projected cost held against budgets while the call runs")
+    settled = models.BooleanField(default=True, help_text="the call's result has been recorded")
 
     class Meta:
         ordering = ["id"]
         constraints = [models.UniqueConstraint(fields=["run_id", "step", "attempt", "iteration"],
                                                name="token_event_once_per_call")]
+        # Open reservations are few: the sweep for abandoned ones reads this index, not the whole ledger.
+        indexes = [models.Index(fields=["run_id"], condition=models.Q(reserved__gt=0), name="token_event_open")]

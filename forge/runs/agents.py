@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import threading
 
 from django.conf import settings
@@ -14,6 +13,12 @@ from engine.executors import MockExecutor
 from engine.executors.http import HttpExecutor
 from engine.executors.openai import DEFAULT_PRICES, OpenAIExecutor
 from engine.executors.python_call import PythonExecutor, load_callables
+from engine.executors.shell import agent_environment
+from engine.secrets import SECRET_PREFIX, read_secret
+
+# Where an openai agent's key comes from when its config names no api_key_env: under the agents' prefix like
+# every secret an agent reads, so OPENAI_API_KEY set for other software on the machine is never sent.
+DEFAULT_OPENAI_KEY_ENV = f"{SECRET_PREFIX}OPENAI_API_KEY"
 
 
 class AgentMisconfigured(ValueError):
@@ -30,13 +35,24 @@ def inline(agent) -> bool:
     return agent.provider == "python" and agent.config.get("inline", True) is not False
 
 
+def _secret(agent, key: str, name: str) -> str | None:
+    """The agent secret `name` (from config `key`), refused again here for a row saved without validation."""
+    try:
+        return read_secret(name)
+    except ValueError as exc:
+        raise AgentMisconfigured(f"agent {agent.name!r}: {key}: {exc}") from None
+
+
 def executor_for(agent):
     """The executor of `agent`'s provider, configured from its row, its gateway and the environment."""
     provider, config = agent.provider, agent.config or {}
     if provider == "mock":
         return MockExecutor()
     if provider == "shell":
-        return ShellExecutor()
+        try:
+            return ShellExecutor(env=agent_environment(config))
+        except ValueError as exc:  # a row saved without validation: refused again here
+            raise AgentMisconfigured(f"agent {agent.name!r}: {exc}") from None
     if provider == "python":
         return PythonExecutor(_python_callables())
     if provider == "http":
@@ -44,22 +60,22 @@ def executor_for(agent):
         url = config.get("url") or (gateway.url if gateway else "")
         if not url:
             raise AgentMisconfigured(f"agent {agent.name!r} has no url and no gateway with one")
-        headers = {}
         token_env = config.get("token_env")
-        if token_env and os.environ.get(token_env):
-            headers["Authorization"] = f"Bearer {os.environ[token_env]}"
-        return HttpExecutor(url, headers=headers, callback_url=settings.FORGE_PUBLIC_URL + reverse("step-complete"))
+        token = _secret(agent, "token_env", token_env) if token_env else None
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return HttpExecutor(url, headers=headers, callback_url=settings.FORGE_PUBLIC_URL + reverse("step-complete"),
+                            egress_allow=settings.FORGE_EGRESS_ALLOW)
     if provider == "openai":
-        key_env = config.get("api_key_env", "OPENAI_API_KEY")
-        base_url = config.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        api_key = _secret(agent, "api_key_env", config.get("api_key_env") or DEFAULT_OPENAI_KEY_ENV)
+        base_url = config.get("base_url") or "https://api.openai.com/v1"
         model = config.get("model")
         if not model:
             raise AgentMisconfigured(f"agent {agent.name!r} has no model in its config")
         prices = dict(DEFAULT_PRICES)
         if "price_per_million" in config:
             prices[model] = tuple(config["price_per_million"])
-        return OpenAIExecutor(base_url, model, api_key=os.environ.get(key_env), prices=prices,
-                              system_prompt=config.get("system_prompt"))
+        return OpenAIExecutor(base_url, model, api_key=api_key, prices=prices,
+                              system_prompt=config.get("system_prompt"), egress_allow=settings.FORGE_EGRESS_ALLOW)
     raise AgentMisconfigured(f"agent {agent.name!r} has an unknown provider {provider!r}")
 
 
@@ -74,10 +90,6 @@ def execute(agent, request: StepRequest, cancel: threading.Event) -> StepResult:
         return StepResult.failure(str(exc))
     except Exception as exc:  # noqa: BLE001 - any executor fault is the step's failure
         return StepResult.failure(f"the {agent.provider} agent failed: {type(exc).__name__}: {exc}"[:500])
-
-
-def run_inline(agent, request: StepRequest) -> StepResult:
-    return execute(agent, request, threading.Event())
 
 
 def enqueue_execution(run_id: int, step: str, attempt: int, fence: int, *, resume: bool = False) -> None:

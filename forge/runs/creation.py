@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
 from django.utils import timezone
 
@@ -66,6 +68,15 @@ def check_timeouts(workflow: Workflow) -> None:
                              f"allows (FORGE_STEP_TIMEOUT_MAX_S={limit})")
 
 
+def check_args_size(args: dict) -> None:
+    """Refuse arguments larger in all than FORGE_MAX_ARGS_BYTES (as JSON): each run keeps copies of them."""
+    limit = settings.FORGE_MAX_ARGS_BYTES
+    size = len(json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"))
+    if size > limit:
+        raise RunRefused(f"the run's arguments are {size} bytes as JSON, more than this installation allows "
+                         f"(FORGE_MAX_ARGS_BYTES={limit}); pass large data as a file or a reference instead")
+
+
 def create_run(*, version: WorkflowVersion, workflow: Workflow, used_library: dict, args: dict, user=None,
                parent: Run | None = None, parent_step: str = "", parent_attempt: int | None = None,
                restarted_from: Run | None = None, restart_from_step: str = "",
@@ -75,6 +86,7 @@ def create_run(*, version: WorkflowVersion, workflow: Workflow, used_library: di
     `prepare(run_id) -> RunState` gives a prepared state (restart-from-step) instead of a new one.
     """
     check_timeouts(workflow)
+    check_args_size(args)
     now = timezone.now()
     run = Run.objects.create(workflow=version.workflow, version=version, args=args, started_by=user,
                              parent=parent, parent_step=parent_step, parent_attempt=parent_attempt,

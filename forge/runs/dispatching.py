@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from django.conf import settings
 from django.utils import timezone
 
 from engine.executors import StepRequest, StepResult
@@ -14,10 +13,12 @@ from engine.executors import mock as mock_agent
 from engine.governance import evaluate
 from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
+from engine.interpreter.state import StepStatus
+from forge.governance import reservations
 from forge.governance.context import ALLOWED, GovernanceView
-from forge.governance.models import TokenEvent
-from forge.runs import agents, bridge
+from forge.runs import agents, bridge, leases
 from forge.runs.models import RunInput
+from forge.runs.models import StepResult as StepRow
 from forge.runs.recovery import INBOX
 
 if TYPE_CHECKING:
@@ -29,17 +30,14 @@ def completion_key(step: str, attempt: int, iteration: int) -> str:
     return f"done:{step}:{attempt}:{iteration}"
 
 
-def lease_until(now):
-    return now + timedelta(seconds=settings.FORGE_LEASE_S)
-
-
 def request_of(run_id: int, dispatch: dict, spec, workdir: str | None) -> StepRequest:
     return StepRequest.from_dispatch(cmd.command_from_json(dispatch), spec, run_id=str(run_id), workdir=workdir)
 
 
 @dataclass
 class InlineCall:
-    """A fast step run by the advancing worker right after its round commits (a python callable)."""
+    """A fast step run by the advancing worker right after its round commits (a python callable). The worker
+    holds its lease until the round that feeds its result (`runtime.advance`), however long it runs."""
 
     run_id: int
     step: str
@@ -47,10 +45,15 @@ class InlineCall:
     iteration: int
     request: StepRequest
     agent: object
+    fence: int
     result: StepResult | None = field(default=None)
+    lease: leases.Lease = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.lease = leases.Lease(self.run_id, self.step, self.fence)
 
     def execute(self) -> None:
-        self.result = agents.run_inline(self.agent, self.request)
+        self.result = agents.execute(self.agent, self.request, self.lease.cancel)
 
     def result_input(self) -> RunInput:
         event = self.result.event(self.request, timezone.now().timestamp())
@@ -63,6 +66,7 @@ class Dispatcher:
     def __init__(self, round_: Round):
         self.round = round_
         self.view = GovernanceView(round_.now)
+        self._running_rows: dict[str, list[tuple]] = {}
 
     def next_fence(self) -> int:
         self.round.run.fences += 1
@@ -71,11 +75,16 @@ class Dispatcher:
     def dispatch(self, command: cmd.Dispatch) -> None:
         r = self.round
         spec = r.workflow.by_id[command.step].model
-        ctx = self.view.context(run=r.run, workflow=r.workflow.name, dispatch=command,
-                                capabilities=tuple(spec.capabilities))
+        view, workflow = self.view, r.workflow.name
+        if view.limited(workflow, command.agent):
+            # Every limit the run's steps can meet is locked at once, before anything is counted.
+            view.open_ledger(workflow, {command.agent, *(s.model.agent for s in r.workflow.steps if s.model.agent)})
+        estimated = reservations.projected_cost(view.agent(command.agent), spec)
+        ctx = view.context(run=r.run, workflow=workflow, dispatch=command, capabilities=tuple(spec.capabilities),
+                           running=self._running(command.agent), estimated_cost=estimated)
         decision = evaluate(ctx)
         detail = decision.to_json()
-        r.log("governance", command.step, {"attempt": command.attempt, **detail})
+        r.log("governance", command.step, {"attempt": command.attempt, "estimated_cost": estimated, **detail})
         target = f"agent:{command.agent}"
         if decision.outcome == "block":
             r.audit("forge.governance.blocked", step=command.step, attempt=command.attempt, target=target,
@@ -89,10 +98,34 @@ class Dispatcher:
             r.immediate.append(ev.DispatchHeld(command.step, command.attempt, decision.gate, decision.message,
                                                at=r.at))
             return
-        r.audit(ALLOWED, step=command.step, attempt=command.attempt, target=target)
-        self.view.running[command.agent] += 1
-        self.view.dispatched[command.agent] += 1
-        self._start(command, spec, self.view.agent(command.agent))
+        # the iteration makes this row the record a gateway's callback is checked against (forge/api/callbacks.py)
+        r.audit(ALLOWED, step=command.step, attempt=command.attempt, target=target,
+                detail={"iteration": command.iteration})
+        view.running[command.agent] += 1
+        view.dispatched[command.agent] += 1
+        view.reserve(run_id=r.run.pk, workflow=workflow, dispatch=command, amount=estimated)
+        self._start(command, spec, view.agent(command.agent))
+
+    def _running(self, name: str) -> int:
+        """The agent's steps running now, for its max_concurrency: other runs' rows, this run's steps still
+        running in its interpreter (a step that finished earlier in this round is not written yet, so its
+        row still says running), and this round's dispatches."""
+        agent = self.view.agent(name)
+        if agent is None or agent.max_concurrency is None:
+            return 0
+        rows = self._running_rows.get(name)
+        if rows is None:  # read once a round, after the ledger locked the agent: no other round adds one
+            rows = self._running_rows[name] = list(StepRow.objects.filter(
+                agent=name, status=StepStatus.RUNNING).values_list("run_id", "step", "attempt", "iteration"))
+        run_id, steps = self.round.run.pk, self.round.interpreter.state.steps
+        count = 0
+        for row_run, step, attempt, iteration in rows:
+            if row_run != run_id:
+                count += 1
+            elif (st := steps.get(step)) is not None and st.status == StepStatus.RUNNING \
+                    and (st.attempt, st.iteration) == (attempt, iteration):
+                count += 1
+        return count + self.view.running[name]
 
     def _start(self, command: cmd.Dispatch, spec, agent) -> None:
         r = self.round
@@ -100,14 +133,16 @@ class Dispatcher:
         payload = command.to_json()
         deadline = r.now + timedelta(seconds=command.timeout_s)
         r.step_fields(command.step).update(fence=fence, agent=agent.name, dispatch=payload, executing=False,
-                                           lease_owner="", lease_expires_at=lease_until(r.now),
+                                           lease_owner="", lease_expires_at=leases.lease_until(r.now),
                                            deadline_at=deadline)
         request = request_of(r.run.pk, payload, spec, None)
         key = completion_key(command.step, command.attempt, command.iteration)
         if agent.provider == "mock":
             self._mock(request, key)
         elif agent.provider == "python" and agents.inline(agent):
-            r.inline.append(InlineCall(r.run.pk, command.step, command.attempt, command.iteration, request, agent))
+            r.step_fields(command.step).update(executing=True, lease_owner=leases.worker())
+            r.inline.append(InlineCall(r.run.pk, command.step, command.attempt, command.iteration, request, agent,
+                                       fence))
         else:
             r.after_commit.append(lambda: agents.enqueue_execution(r.run.pk, command.step, command.attempt, fence))
 
@@ -125,16 +160,24 @@ class Dispatcher:
         r.step_fields(request.step).update(lease_owner=INBOX, lease_expires_at=None)
 
     def record_spend(self, event: ev.StepFinished) -> None:
-        """Tokens and cost of a result fed this round (a result that is never fed records its own)."""
+        """Tokens and cost of a result fed this round (a result that is never fed records its own); a budgeted
+        call's reservation ends with it even when it cost nothing."""
         r = self.round
-        record_spend(run_id=r.run.pk, workflow=r.workflow.name, agent=r.workflow.by_id[event.step].model.agent or "",
-                     step=event.step, attempt=event.attempt, iteration=event.iteration, tokens=event.tokens,
-                     cost=event.cost, at=r.now)
+        agent = r.workflow.by_id[event.step].model.agent or ""
+        if event.tokens > 0 or event.cost > 0:
+            record_spend(run_id=r.run.pk, workflow=r.workflow.name, agent=agent, step=event.step,
+                         attempt=event.attempt, iteration=event.iteration, tokens=event.tokens, cost=event.cost,
+                         at=r.now)
+        elif self.view.budgeted(r.workflow.name, agent):
+            reservations.release(r.run.pk, event.step, event.attempt, event.iteration)
+
+    def release(self, command: cmd.CancelStep) -> None:
+        """A cancelled or timed-out attempt stops holding budgets (a result that still arrives settles it)."""
+        reservations.release(self.round.run.pk, command.step, command.attempt)
 
 
 def record_spend(*, run_id: int, workflow: str, agent: str, step: str, attempt: int, iteration: int,
                  tokens: int, cost: float, at) -> None:
-    """One TokenEvent per call of an agent, however often its result is reported."""
-    TokenEvent.objects.bulk_create([TokenEvent(
-        at=at, run_id=run_id, step=step, attempt=attempt, iteration=iteration, agent=agent, workflow=workflow,
-        tokens=max(0, int(tokens)), cost=max(0.0, float(cost)))], ignore_conflicts=True)
+    """One TokenEvent per call of an agent, however often its result is reported (reservations.settle)."""
+    reservations.settle(run_id=run_id, workflow=workflow, agent=agent, step=step, attempt=attempt,
+                        iteration=iteration, tokens=tokens, cost=cost, at=at)

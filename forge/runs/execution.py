@@ -3,32 +3,30 @@
 django-q2 may deliver the same task twice, or hand it to a new worker after
 the first died. So a worker first claims the attempt: the claim fails if the
 attempt was superseded (its fence changed) or a live worker holds its lease.
-Taking over from a dead worker counts as a restart of the run, recorded
-before the step runs again, and hands out a new fence so that anything the
-dead worker might still report is stale.
+Taking over from a dead worker hands out a new fence, so that anything the
+dead worker might still report is stale, and counts the crash that killed
+it, once for all the attempts it interrupted (see `recovery`), before the
+step runs again. An attempt no worker had claimed yet (its task was lost)
+is sent again without counting a crash: nothing of it ran.
 """
 
 from __future__ import annotations
 
-import os
-import socket
-import threading
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from engine.executors import StepRequest
 from engine.interpreter.state import StepStatus
+from forge.audit.services import audit
 from forge.governance.context import configuration
-from forge.runs import agents, bridge, recovery, store
+from forge.runs import agents, bridge, leases, recovery, store
 from forge.runs.completion import Completion
-from forge.runs.dispatching import completion_key, lease_until, request_of
+from forge.runs.dispatching import completion_key, request_of
 from forge.runs.models import Run, StepResult
 from forge.runs.runtime import advance
-
-WORKER = f"{socket.gethostname()}:{os.getpid()}"
 
 
 @dataclass
@@ -65,46 +63,32 @@ def claim_attempt(run_id: int, step: str, attempt: int, fence: int, *, resume: b
         if (row["executing"] or resume) and alive:
             return None
         if row["executing"] or resume:
-            # The worker that held this attempt died: resume, counted before the step runs again.
-            run.restart_count += 1
-            run.fences += 1
-            store.update(Run, {"restart_count": run.restart_count, "fences": run.fences}, id=run.pk)
-            if not recovery.resumed(run, key=f"resume:{run.pk}:{step}:{attempt}:{fence}", step=step, attempt=attempt,
-                                    previous_owner=row["lease_owner"]):
+            if not _take_over(run, row, step, attempt, resume):
                 return None
             fence = run.fences
-        store.update(StepResult, {"executing": True, "lease_owner": WORKER, "fence": fence,
-                                  "lease_expires_at": lease_until(now)}, id=row["id"])
+        store.update(StepResult, {"executing": True, "lease_owner": leases.worker(), "fence": fence,
+                                  "lease_expires_at": leases.lease_until(now)}, id=row["id"])
         agent = configuration().agents.get(row["agent"])
         spec = bridge.workflow_of(run).by_id[step].model
     request = request_of(run_id, row["dispatch"], spec, workdir(run_id))
     return Claim(run_id, step, attempt, row["iteration"], fence, row["id"], agent, request)
 
 
-class Heartbeat(threading.Thread):
-    """Renews the lease while the step runs; a changed fence (cancel, timeout, takeover) stops the step."""
-
-    def __init__(self, claim: Claim, cancel: threading.Event):
-        super().__init__(daemon=True, name=f"heartbeat {claim.run_id}/{claim.step}")
-        self.claim, self.cancel = claim, cancel
-        self.done = threading.Event()
-        self.every = min(1.0, settings.FORGE_LEASE_S / 3)
-
-    def run(self) -> None:
-        try:
-            while not self.done.wait(self.every):
-                renewed = StepResult.objects.filter(pk=self.claim.row_id, fence=self.claim.fence,
-                                                    status=StepStatus.RUNNING).update(
-                    lease_expires_at=lease_until(timezone.now()))
-                if not renewed:
-                    self.cancel.set()
-                    return
-        finally:
-            connection.close()
-
-    def stop(self) -> None:
-        self.done.set()
-        self.join(timeout=5)
+def _take_over(run: Run, row: dict, step: str, attempt: int, resume: bool) -> bool:
+    """The attempt's worker died, or its task was lost: a new fence, and the crash counted (False: the run
+    is stopped by the crash-loop breaker). The caller holds the run's lock."""
+    previous = row["lease_owner"]
+    crashed = row["executing"]  # a worker held it, so the step was running when its worker died
+    lease = row["lease_expires_at"] or timezone.now()
+    counted = crashed and recovery.count_crash(run, *recovery.lease_window(lease))
+    run.fences += 1
+    store.update(Run, recovery.crash_fields(run, "fences"), id=run.pk)
+    audit("forge.step.resumed", run_id=run.pk, step=step, attempt=attempt,
+          key=f"resume:{run.pk}:{step}:{attempt}:{row['fence']}",
+          detail={"previous_owner": previous, "owner": leases.worker(), "crashed": crashed,
+                  "restart_count": run.restart_count})
+    return not counted or recovery.resumed(run, by="reaper" if resume else "redelivery", step=step,
+                                           attempt=attempt, previous_owner=previous)
 
 
 def execute_step(run_id: int, step: str, attempt: int, fence: int, resume: bool = False) -> str:
@@ -112,13 +96,12 @@ def execute_step(run_id: int, step: str, attempt: int, fence: int, resume: bool 
     claim = claim_attempt(run_id, step, attempt, fence, resume=resume)
     if claim is None:
         return "not claimed"
-    cancel = threading.Event()
-    beat = Heartbeat(claim, cancel)
-    beat.start()
+    lease = leases.Lease(run_id, step, claim.fence)
+    leases.hold([lease])
     try:
-        result = agents.execute(claim.agent, claim.request, cancel)
+        result = agents.execute(claim.agent, claim.request, lease.cancel)
     finally:
-        beat.stop()
+        leases.release([lease])
     if result.deferred:
         # A gateway took it and will call back; the attempt is held until its deadline.
         StepResult.objects.filter(pk=claim.row_id, fence=claim.fence).update(

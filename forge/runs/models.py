@@ -32,8 +32,14 @@ class Run(models.Model):
                                        related_name="restarts")
     restart_from_step = models.CharField(max_length=64, blank=True)
     trace_id = models.UUIDField(default=uuid.uuid4, editable=False)
-    restart_count = models.PositiveIntegerField(default=0, help_text="resumes after a crash; past the limit "
-                                                                     "the run fails with crash_loop")
+    restart_count = models.PositiveIntegerField(default=0, help_text="crashes the run was resumed after, each "
+                                                                     "counted once however many of its steps it "
+                                                                     "interrupted; past the limit the run fails "
+                                                                     "with crash_loop")
+    crash_after = models.DateTimeField(null=True, blank=True, help_text="the last crash counted in restart_count "
+                                                                        "happened after this")
+    crash_before = models.DateTimeField(null=True, blank=True, help_text="... and before this; a crash in an "
+                                                                         "overlapping window is the same crash")
     context_trust = models.PositiveSmallIntegerField(default=0)
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
@@ -132,7 +138,7 @@ class StepResult(models.Model):
     stdout = models.TextField(blank=True)
     error = models.TextField(null=True, blank=True)
     error_code = models.CharField(max_length=64, null=True, blank=True)
-    tokens = models.PositiveIntegerField(default=0)
+    tokens = models.PositiveBigIntegerField(default=0)
     cost = models.FloatField(default=0.0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -2,8 +2,17 @@
 
 They run as one periodic task (`recover`) on every cluster. Each is safe to
 run twice at once: the enforcer's results are idempotent, the watchdog
-counts a restart only where its conditional update wins, and the reaper
-only enqueues a resume that `claim_attempt` may refuse.
+re-checks a run under its lock, and the reaper only enqueues a resume that
+`claim_attempt` may refuse.
+
+One crash counts one restart of a run, however many of its steps it
+interrupted. A crash is only seen through what it left behind: a lease that
+ran out (its worker died after its last renewal and before the lease's end)
+or inputs left unfed (the advance was lost after the run last progressed).
+Each gives the window in which the crash happened; a crash whose window
+overlaps the last counted one may be that same crash and is not counted
+again. A worker that dies every time it runs a step is counted every time:
+its next claim comes after its lease ran out, so the windows never overlap.
 """
 
 from __future__ import annotations
@@ -13,12 +22,14 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from engine.executors import StepResult as Result
 from engine.interpreter.state import RunStatus, StepStatus
 from forge.audit.services import audit
+from forge.governance import reservations
+from forge.governance.models import TokenEvent
 from forge.runs import store
 from forge.runs.models import Approval, Run, RunEvent, RunInput, StepResult
 
@@ -33,7 +44,8 @@ BATCH = 100
 
 def recover() -> dict[str, int]:
     now = timezone.now()
-    return {"timed_out": enforce_timeouts(now), "resumed": watchdog(now), "reaped": reap(now)}
+    return {"timed_out": enforce_timeouts(now), "resumed": watchdog(now), "reaped": reap(now),
+            "released": release_abandoned()}
 
 
 def enforce_timeouts(now) -> int:
@@ -66,14 +78,16 @@ def watchdog(now) -> int:
     count = 0
     for run_id in stuck:
         with transaction.atomic():
-            # Only one watchdog wins this update, so a restart is counted once; the row stays locked.
-            won = Run.objects.filter(pk=run_id, progressed_at__lt=cutoff).update(
-                restart_count=F("restart_count") + 1, progressed_at=now)
-            if not won:
-                continue
             run = store.lock_run(run_id)
-            if not resumed(run, key=f"watchdog:{run_id}:{run.restart_count}", by="watchdog"):
+            if run.finished or run.progressed_at >= cutoff:
+                continue  # another watchdog, or an advance, came first
+            counted = count_crash(run, run.progressed_at, now)
+            run.progressed_at = now
+            store.update(Run, crash_fields(run, "progressed_at"), id=run.pk)
+            if counted and not resumed(run, by="watchdog"):
                 continue
+        if not counted:
+            log.info("run %s: advancing its overdue events; the crash that lost them is already counted", run_id)
         count += 1
         enqueue_advance(run_id)
     return count
@@ -93,11 +107,39 @@ def reap(now) -> int:
     return count
 
 
-def resumed(run: Run, *, key: str, step: str = "", attempt: int | None = None, **detail) -> bool:
-    """Audit a resume already counted in `run.restart_count` (the caller holds the run's lock). Past
+def release_abandoned() -> int:
+    """Reservations whose attempt is no longer running stop holding budgets. Rounds release them as attempts
+    end; this catches one they could not see (a budget removed while the call ran, a deleted run)."""
+    running = StepResult.objects.filter(run_id=OuterRef("run_id"), step=OuterRef("step"), attempt=OuterRef("attempt"),
+                                        iteration=OuterRef("iteration"), status=StepStatus.RUNNING)
+    return TokenEvent.objects.filter(reserved__gt=0).exclude(Exists(running)).update(reserved=0.0)
+
+
+def lease_window(lease_expires_at) -> tuple:
+    """When the worker of a lease that ran out died: after its last renewal, before the lease's end."""
+    return lease_expires_at - timedelta(seconds=settings.FORGE_LEASE_S), lease_expires_at
+
+
+def count_crash(run: Run, after, before) -> bool:
+    """Count the crash that happened between `after` and `before` in `run.restart_count`, unless the last
+    counted crash may be this one (their windows overlap). The caller holds the run's lock and saves
+    `crash_fields(run)`."""
+    if run.crash_before is not None and after < run.crash_before and run.crash_after < before:
+        return False
+    run.restart_count += 1
+    run.crash_after, run.crash_before = after, before
+    return True
+
+
+def crash_fields(run: Run, *names: str) -> dict:
+    return {name: getattr(run, name) for name in ("restart_count", "crash_after", "crash_before", *names)}
+
+
+def resumed(run: Run, *, by: str, step: str = "", attempt: int | None = None, **detail) -> bool:
+    """Audit a crash just counted in `run.restart_count` (the caller holds the run's lock). Past
     FORGE_MAX_RESTARTS the run fails for good (crash_loop), and False says it must not go on."""
-    audit("forge.run.resumed", run_id=run.pk, step=step, attempt=attempt,
-          detail={"restart_count": run.restart_count, **detail}, key=key)
+    audit("forge.run.resumed", run_id=run.pk, step=step, attempt=attempt, key=f"restart:{run.pk}:{run.restart_count}",
+          detail={"restart_count": run.restart_count, "by": by, **detail})
     if run.restart_count > settings.FORGE_MAX_RESTARTS:
         fail_crash_loop(run)
         return False
@@ -115,6 +157,7 @@ def fail_crash_loop(run: Run) -> None:
     StepResult.objects.filter(run=run, status=StepStatus.RUNNING).update(
         status=StepStatus.FAILED, error=message, error_code="crash_loop", finished_at=now, executing=False,
         lease_expires_at=None, updated_at=now)
+    reservations.release(run.pk)
     StepResult.objects.filter(run=run, status__in=(StepStatus.PENDING, StepStatus.WAITING)).update(
         status=StepStatus.CANCELLED, error="the run failed (crash_loop)", error_code="run_halted", updated_at=now)
     Approval.objects.filter(run=run, status=Approval.PENDING).update(status=Approval.EXPIRED, decided_at=now)

@@ -20,7 +20,7 @@ from engine.interpreter import events as ev
 from engine.interpreter.machine import EventRejected
 from forge.audit.models import AuditEvent
 from forge.audit.services import audit_event
-from forge.runs import bridge, dispatching, store
+from forge.runs import bridge, dispatching, leases, store
 from forge.runs.completion import Completion, Outcome, record_completion
 from forge.runs.models import Approval, Checkpoint, Run, RunEvent, RunInput, StepResult
 
@@ -42,17 +42,24 @@ def advance(run_id: int, completion: Completion | None = None) -> Outcome | None
     """
     outcome = None
     inline: list[dispatching.InlineCall] = []
-    while True:
-        work, recorded = _round(run_id, [call.result_input() for call in inline], completion)
-        if completion is not None:
-            outcome, completion = recorded, None
-        if work is None:
-            return outcome
-        inline = work.inline
-        for call in inline:
-            call.execute()
-        if not inline and not work.more:
-            return outcome
+    try:
+        while True:
+            work, recorded = _round(run_id, [call.result_input() for call in inline], completion)
+            leases.release([call.lease for call in inline])  # their results are in the inbox now
+            if completion is not None:
+                outcome, completion = recorded, None
+            if work is None:
+                return outcome
+            inline = work.inline
+            # This worker holds the calls' leases (their rows name it) until the round that feeds their results,
+            # so a call longer than a lease is not taken for a crash; if the worker dies, the leases run out.
+            leases.hold([call.lease for call in inline])
+            for call in inline:
+                call.execute()
+            if not inline and not work.more:
+                return outcome
+    finally:
+        leases.release([call.lease for call in inline])
 
 
 def _round(run_id: int, arrived: list[RunInput],
@@ -138,7 +145,7 @@ class Round:
             return
         self.fed += 1
         self.log(bridge.INPUT, getattr(event, "step", "") or "", event.to_json())
-        if isinstance(event, ev.StepFinished) and (event.tokens or event.cost):
+        if isinstance(event, ev.StepFinished):
             self.dispatcher.record_spend(event)
         for command in commands:
             _APPLY[type(command)](self, command)
@@ -187,6 +194,7 @@ class Round:
         self.step_fields(command.step).update(fence=self.dispatcher.next_fence(), executing=False,
                                               lease_expires_at=None, lease_owner="")
         self.inline = [call for call in self.inline if call.step != command.step]
+        self.dispatcher.release(command)
         self.audit("forge.step.cancelled", step=command.step, attempt=command.attempt,
                    detail={"reason": command.reason})
 

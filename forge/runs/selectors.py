@@ -1,11 +1,15 @@
-"""Reading runs: their report (the local runner's JSON), and whether they wait on people only."""
+"""Reading runs: their report (the local runner's JSON), whether they wait on people only, and who may decide
+their approvals."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
 from engine.interpreter.state import RunStatus, StepStatus
 from engine.runner import RunOutcome, report
+from forge.accounts.roles import may_approve
 from forge.runs import bridge
 from forge.runs.models import Approval, Run, RunInput, StepResult
 
@@ -30,3 +34,24 @@ def run_report(run: Run) -> dict[str, Any]:
     if run.error_code == "crash_loop":
         result.update(status=run.status, error=run.error)
     return result
+
+
+def may_decide(user, approval: Approval) -> str | None:
+    """Why `user` may not decide `approval`, or None when they may (`user` None is the system)."""
+    if user is None:
+        return None
+    if not may_approve(user, approval.approvers):
+        if approval.approvers:
+            return f"this approval needs a member of {', '.join(sorted(approval.approvers))}"
+        return "you are not an approver"
+    if approval.run.started_by_id == user.pk and not settings.FORGE_ALLOW_SELF_APPROVAL:
+        return "you started this run, so someone else must decide (FORGE_ALLOW_SELF_APPROVAL is off)"
+    return None
+
+
+def approvals_for_user(user) -> list[Approval]:
+    """The pending approvals `user` may decide, oldest first (`user` None: all of them)."""
+    pending = Approval.objects.filter(status=Approval.PENDING).select_related("run__workflow").order_by("id")
+    # Which groups may decide lives in each row's JSON list, which SQLite cannot query: the few pending rows
+    # are checked here, by the same rule that guards the decision.
+    return [approval for approval in pending if may_decide(user, approval) is None]

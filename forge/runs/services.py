@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
@@ -13,11 +12,12 @@ from engine.arguments import ArgumentsInvalid, resolve_args
 from engine.interpreter import ApprovalDecided, CancelRequested
 from engine.interpreter.restart import restart_state
 from engine.problems import WorkflowInvalid
-from forge.accounts.roles import ADMINS, APPROVERS, can, group_names
+from forge.accounts.roles import can
 from forge.audit.services import actor_of, audit
-from forge.runs.creation import RunRefused, check_references, compile_version, create_run
+from forge.runs.creation import RunRefused, check_args_size, check_references, compile_version, create_run
 from forge.runs import bridge, store
 from forge.runs.models import Approval, Run, RunInput
+from forge.runs.selectors import may_decide
 from forge.runs.tasks import enqueue_advance
 from forge.workflows.models import WorkflowVersion
 
@@ -43,6 +43,7 @@ def run_start(*, user, version: WorkflowVersion, args: dict[str, Any] | None = N
     """
     _require(user, "run.start", "start runs")
     try:
+        check_args_size(args or {})  # before parsing anything of them
         workflow, used = compile_version(version)
         resolved = resolve_args(workflow.document, dict(args or {}), from_text=args_from_text)
         check_references(workflow)
@@ -91,27 +92,16 @@ def run_restart(*, user, run: Run, step: str) -> Run:
         raise ServiceError(f"the workflow has no step {step!r}; its steps are {', '.join(workflow.by_id)}")
     previous = bridge.interpreter_of(run).state.copy()  # the cached interpreter stays as it is
     with transaction.atomic():
-        new = create_run(version=run.version, workflow=workflow, used_library=run.library, args=run.args, user=user,
-                         restarted_from=run, restart_from_step=step, context_trust=run.context_trust,
-                         prepare=lambda run_id: restart_state(workflow, previous, step, run_id=run_id))
+        try:
+            new = create_run(version=run.version, workflow=workflow, used_library=run.library, args=run.args,
+                             user=user, restarted_from=run, restart_from_step=step, context_trust=run.context_trust,
+                             prepare=lambda run_id: restart_state(workflow, previous, step, run_id=run_id))
+        except RunRefused as exc:
+            raise ServiceError(str(exc)) from None
         audit("forge.run.restarted", user=user, run_id=new.pk, step=step,
               detail={"from_run": run.pk, "from_step": step})
         transaction.on_commit(lambda: enqueue_advance(new.pk))
     return new
-
-
-def may_decide(user, approval: Approval) -> str | None:
-    """Why `user` may not decide `approval`, or None when they may."""
-    if user is None:
-        return None
-    if not can(user, "approval.decide"):
-        return "you are not an approver"
-    wanted = set(approval.approvers or [APPROVERS])
-    if not user.is_superuser and not (group_names(user) & (wanted | {ADMINS})):
-        return f"this approval needs a member of {', '.join(sorted(wanted))}"
-    if approval.run.started_by_id == user.pk and not settings.FORGE_ALLOW_SELF_APPROVAL:
-        return "you started this run, so someone else must decide (FORGE_ALLOW_SELF_APPROVAL is off)"
-    return None
 
 
 def _timed_out(approval: Approval):

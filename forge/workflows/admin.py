@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from forge.governance.admin import ConfigurationAdmin
 from forge.workflows.models import StepLibraryEntry, Workflow, WorkflowVersion
 
 
@@ -32,5 +33,5 @@ class WorkflowVersionAdmin(admin.ModelAdmin):
 
 
 @admin.register(StepLibraryEntry)
-class StepLibraryEntryAdmin(admin.ModelAdmin):
+class StepLibraryEntryAdmin(ConfigurationAdmin):
     list_display = ("name", "description", "updated_at")

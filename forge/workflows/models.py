@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
@@ -84,3 +85,7 @@ class StepLibraryEntry(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self):
+        if not isinstance(self.definition, dict):
+            raise ValidationError({"definition": "a library step is a JSON object of step fields"})

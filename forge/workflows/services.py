@@ -9,6 +9,7 @@ from engine.problems import Problem
 from engine.validation import validate_source
 from forge.accounts.roles import can
 from forge.audit.services import audit
+from forge.governance.models import Agent
 from forge.workflows.models import StepLibraryEntry, Workflow, WorkflowVersion, content_hash
 
 MAX_SOURCE_BYTES = 1_048_576
@@ -30,6 +31,11 @@ def step_library() -> dict[str, dict]:
     return {entry.name: entry.definition for entry in StepLibraryEntry.objects.all()}
 
 
+def shell_agents() -> tuple[str, ...]:
+    """The agents whose commands run in a shell, as the engine takes them (`shell` when none is configured)."""
+    return tuple(Agent.objects.filter(provider="shell").order_by("name").values_list("name", flat=True)) or ("shell",)
+
+
 def workflow_version_save(*, user, source: str, description: str = "") -> WorkflowVersion:
     """Validate `source` and store it as the next version of the workflow it names.
 
@@ -40,7 +46,7 @@ def workflow_version_save(*, user, source: str, description: str = "") -> Workfl
     if len(source.encode("utf-8")) > MAX_SOURCE_BYTES:
         raise WorkflowRejected([Problem("too_large", "the document is larger than 1 MiB")])
     library = step_library()
-    report = validate_source(source, library=library or None)
+    report = validate_source(source, library=library or None, shell_agents=shell_agents())
     if not report.valid:
         raise WorkflowRejected(report.problems)
     document = report.workflow.document

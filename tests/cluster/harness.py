@@ -3,6 +3,12 @@
 `sqlite` is the embedded default (a SQLite file, the ORM broker); `postgres`
 is the production shape (a new PostgreSQL database on 127.0.0.1:5432 and
 django-q2's Redis broker on 127.0.0.1:6379, under a queue name of its own).
+
+A test waits on conditions, never on a sleep being long enough: `sql` reads
+the deployment's database directly (milliseconds, where `query` starts a
+Python process and Django, over a second on a busy machine), `until` polls
+any condition with a deadline, and `Gates` holds steps at a barrier the test
+opens (tests/cluster/callables.py::gated).
 """
 
 from __future__ import annotations
@@ -10,10 +16,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 import uuid
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +36,7 @@ class Deployment:
         self.backend = backend
         self.name = f"forge_t_{uuid.uuid4().hex[:10]}"
         self.processes: list[subprocess.Popen] = []
+        self._db = None
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "forge.settings",
@@ -92,13 +101,19 @@ class Deployment:
         process.wait(timeout=30)
 
     def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
         for process in self.processes:
             if process.poll() is None:
                 try:
-                    os.killpg(process.pid, signal.SIGTERM)
+                    # qcluster stops its workers itself on SIGTERM (about a second); sent to the whole group, the
+                    # workers die first and it waits out its own timeout.
+                    os.kill(process.pid, signal.SIGTERM)
                     process.wait(timeout=15)
                 except (ProcessLookupError, subprocess.TimeoutExpired):
-                    self.kill(process)
+                    pass
+            self.kill(process)  # whatever is left of its group
         if self.backend == "postgres":
             import psycopg
 
@@ -121,5 +136,90 @@ class Deployment:
                 raise AssertionError(f"still {result!r} after {timeout} s; cluster logs:\n{self.logs()}")
             time.sleep(every)
 
+    def sql(self, statement: str, params: tuple = ()) -> list[tuple]:
+        """Rows of one statement (`%s` placeholders) read straight from the deployment's database; datetimes
+        come back as aware UTC datetimes on both backends."""
+        if self.backend == "postgres":
+            if self._db is None:
+                import psycopg
+
+                self._db = psycopg.connect(self.env["DATABASE_URL"], autocommit=True)
+            return [tuple(_utc(v) for v in row) for row in self._db.execute(statement, params).fetchall()]
+        with sqlite3.connect(self.env["FORGE_SQLITE_PATH"], timeout=30) as db:
+            return [tuple(_utc(v) for v in row) for row in db.execute(statement.replace("%s", "?"), params)]
+
+    def run_row(self, run_id: int) -> dict:
+        """The run's status, error_code and restart_count, read directly."""
+        rows = self.sql("SELECT status, error_code, restart_count FROM forge_runs_run WHERE id = %s", (run_id,))
+        return dict(zip(("status", "error_code", "restart_count"), rows[0])) if rows else {}
+
+    def step_rows(self, run_id: int) -> dict[str, dict]:
+        """The run's step rows by step id: status, attempt, lease owner and lease, read directly."""
+        names = ("step", "status", "attempt", "executing", "lease_owner", "lease_expires_at", "started_at")
+        rows = self.sql(f"SELECT {', '.join(names)} FROM forge_runs_stepresult WHERE run_id = %s", (run_id,))
+        return {row[0]: dict(zip(names, row)) for row in rows}
+
+    def finished(self, run_id: int, *, timeout: float = 180) -> dict:
+        """Wait until the run has ended; its run_row."""
+        return self.until(lambda: (row := self.run_row(run_id)).get("status") in ("completed", "failed",
+                                                                                   "cancelled") and row,
+                          timeout=timeout, what=f"run {run_id} ends")
+
+    def until(self, condition, *, timeout: float, what: str, every: float = 0.1):
+        """Poll `condition()` until it returns something truthy, which is returned."""
+        deadline = time.monotonic() + timeout
+        while not (value := condition()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what}: still not so after {timeout} s; cluster logs:\n{self.logs()}")
+            time.sleep(every)
+        return value
+
     def logs(self) -> str:
         return "\n".join(path.read_text()[-3000:] for path in sorted(self.workdir.glob("qcluster-*.log")))
+
+
+def _utc(value):
+    """SQLite keeps Django's datetimes as text in UTC; PostgreSQL returns them aware."""
+    if isinstance(value, str) and len(value) >= 19 and value[4] == "-" and value[10] in " T" and value[13] == ":":
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return value
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+
+
+class Gates:
+    """Barriers for steps that run tests/cluster/callables.py::gated. Such a step writes a marker when it starts
+    (`started.STEP.*`, holding its pid) and waits until the test opens its gate, so whatever the test does
+    meanwhile (a kill, a look at the database) lands while the step surely runs, on any machine."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+
+    def started(self, step: str) -> int:
+        return len(list(self.path.glob(f"started.{step}.*")))
+
+    def pids(self, step: str) -> list[int]:
+        return [int(marker.read_text() or 0) for marker in sorted(self.path.glob(f"started.{step}.*"))]
+
+    def wait_started(self, deployment: Deployment, step: str, count: int = 1, *, timeout: float = 120) -> None:
+        deployment.until(lambda: self.started(step) >= count, timeout=timeout,
+                         what=f"{count} execution(s) of {step} started")
+
+    def open(self, step: str) -> None:
+        (self.path / f"open.{step}").touch()

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import collections
-import json
-import time
 
 import pytest
 
-from tests.cluster.conftest import queued_python_agent
+from tests.cluster.conftest import executions, queued_python_agent, start_run
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +18,7 @@ steps:
     command: tests.cluster.callables.ledger
   - id: b
     agent: worker
-    command: tests.cluster.callables.ledger
+    command: tests.cluster.callables.gated
     depends_on: [a]
   - id: c
     agent: worker
@@ -34,37 +32,26 @@ steps:
 
 
 def test_a_killed_cluster_loses_no_step_and_repeats_none(deployment, tmp_path):
-    deployment.env["FORGE_TEST_STEP_SECONDS"] = "1.5"
     queued_python_agent(deployment)
     path = tmp_path / "kill_chain.yaml"
     path.write_text(CHAIN)
     first = deployment.start_cluster()
-    started = deployment.forge("run", str(path), "--json")
-    assert started.returncode == 0, started.stderr
-    run_id = json.loads(started.stdout)["run"]
-    deployment.wait_for(
-        f"from forge.runs.models import StepResult\n"
-        f"result = StepResult.objects.filter(run_id={run_id}, step='b', status='running', executing=True).exists()",
-        timeout=60, every=0.2)
-    time.sleep(0.5)  # b is in the middle of its work
+    run_id = start_run(deployment, path)
+    deployment.gates.wait_started(deployment, "b")  # b is running, held at its gate: the kill lands inside it
     deployment.kill(first)
+    deployment.gates.open("b")
 
     deployment.start_cluster()
-    deployment.wait_for(f"from forge.runs.models import Run\nresult = Run.objects.get(pk={run_id}).finished",
-                        timeout=120)
-    report = json.loads(deployment.forge("status", str(run_id), "--json").stdout)
-    assert report["status"] == "completed", report
-    assert [report["steps"][s]["status"] for s in "abcd"] == ["completed"] * 4
+    run = deployment.finished(run_id)
+    assert (run["status"], run["restart_count"]) == ("completed", 1), run
+    steps = deployment.step_rows(run_id)
+    assert [steps[s]["status"] for s in "abcd"] == ["completed"] * 4
+    assert deployment.gates.started("b") == 2  # the killed execution, and the resumed one
+    assert executions(deployment) == {"a": 1, "b": 1, "c": 1}
 
-    executions = collections.Counter(line.split()[1] for line in deployment.ledger.read_text().splitlines())
-    assert executions == {"a": 1, "b": 1, "c": 1}, executions
-
-    audit = deployment.query(
-        f"from forge.audit.models import AuditEvent\n"
-        f"result = list(AuditEvent.objects.filter(run_id={run_id}).values_list('code', 'step', 'attempt'))")
-    counts = collections.Counter(tuple(row) for row in audit)
+    audit = deployment.sql("SELECT code, step, attempt FROM forge_audit_auditevent WHERE run_id = %s", (run_id,))
+    counts = collections.Counter(audit)
     repeated = {row: n for row, n in counts.items() if n > 1}
     assert not repeated, repeated
-    run = deployment.query(f"from forge.runs.models import Run\nresult = Run.objects.get(pk={run_id}).restart_count")
-    assert run == 1
     assert counts[("forge.run.resumed", "b", 1)] == 1, counts
+    assert counts[("forge.step.resumed", "b", 1)] == 1, counts

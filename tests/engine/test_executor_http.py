@@ -50,6 +50,11 @@ class Gateway:
     def url(self):
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
+    @property
+    def allowed(self):
+        """The egress allow-list that lets an agent reach this loopback server."""
+        return [f"127.0.0.1:{self.server.server_address[1]}"]
+
     def answer(self, status=200, body=None, *, delay_s=0.0, content_length=True):
         if not isinstance(body, bytes):
             body = json.dumps({} if body is None else body).encode()
@@ -93,51 +98,51 @@ def closed_port():
 
 def test_a_200_reply_becomes_the_result(gateway):
     gateway.answer(200, {"ok": True, "outputs": {"risk": 3}, "stdout": "done", "tokens": 120, "cost": 0.02})
-    result = call(HttpExecutor(gateway.url))
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
     assert result == StepResult(ok=True, outputs={"risk": 3}, stdout="done", tokens=120, cost=0.02)
 
 
 def test_a_201_reply_is_a_result_too(gateway):
     gateway.answer(201, {"outputs": {"v": 1}})
-    assert call(HttpExecutor(gateway.url)).outputs == {"v": 1}
+    assert call(HttpExecutor(gateway.url, egress_allow=gateway.allowed)).outputs == {"v": 1}
 
 
 def test_ok_defaults_to_true_and_stdout_to_the_json_of_the_outputs(gateway):
     gateway.answer(200, {"outputs": {"note": "café", "n": 2}})
-    result = call(HttpExecutor(gateway.url))
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
     assert result.ok and result.error is None
     assert json.loads(result.stdout) == {"note": "café", "n": 2} and "café" in result.stdout
 
 
 def test_an_empty_object_reply_succeeds_with_no_outputs(gateway):
     gateway.answer(200, {})
-    result = call(HttpExecutor(gateway.url))
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
     assert result.ok and result.outputs == {} and result.stdout == "{}"
 
 
 def test_a_reported_failure_keeps_its_error_and_code(gateway):
     gateway.answer(200, {"ok": False, "error": "the agent is busy", "error_code": "agent_busy", "tokens": 4})
-    result = call(HttpExecutor(gateway.url))
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
     assert (result.ok, result.error, result.error_code, result.tokens) == (False, "the agent is busy", "agent_busy", 4)
     assert result.outputs is None
 
 
 def test_a_reported_failure_without_details_is_an_agent_error_with_a_message(gateway):
     gateway.answer(200, {"ok": False})
-    result = call(HttpExecutor(gateway.url))
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
     assert not result.ok and result.error_code == "agent_error" and result.error
 
 
 def test_it_defers_on_202(gateway):
     gateway.answer(202, b"")
-    result = call(HttpExecutor(gateway.url))
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
     assert result == StepResult.accepted()
     assert result.deferred
 
 
 def test_a_500_fails_with_the_status_and_the_start_of_the_body(gateway):
     gateway.answer(500, b"internal trouble " + b"x" * 1000)
-    result = call(HttpExecutor(gateway.url))
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
     assert not result.ok and result.error_code == "agent_error"
     assert result.error.startswith("gateway answered HTTP 500: internal trouble")
     assert len(result.error) < 260
@@ -145,7 +150,7 @@ def test_a_500_fails_with_the_status_and_the_start_of_the_body(gateway):
 
 def test_a_404_without_a_body_names_only_the_status(gateway):
     gateway.answer(404, b"")
-    assert call(HttpExecutor(gateway.url)).error == "gateway answered HTTP 404"
+    assert call(HttpExecutor(gateway.url, egress_allow=gateway.allowed)).error == "gateway answered HTTP 404"
 
 
 @pytest.mark.parametrize("body, says", [
@@ -156,7 +161,7 @@ def test_a_404_without_a_body_names_only_the_status(gateway):
 ])
 def test_a_body_that_is_not_a_json_object_is_an_agent_error(gateway, body, says):
     gateway.answer(200, body)
-    result = call(HttpExecutor(gateway.url))
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
     assert not result.ok and result.error_code == "agent_error"
     assert says in result.error
 
@@ -175,34 +180,34 @@ def test_a_body_that_is_not_a_json_object_is_an_agent_error(gateway, body, says)
 ])
 def test_a_field_of_the_wrong_type_is_an_agent_error_naming_the_field(gateway, field, value, says):
     gateway.answer(200, {"ok": True, field: value})
-    result = call(HttpExecutor(gateway.url))
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
     assert not result.ok and result.error_code == "agent_error"
     assert says in result.error
 
 
 def test_a_non_finite_cost_is_refused(gateway):
     gateway.answer(200, b'{"cost": NaN}')
-    result = call(HttpExecutor(gateway.url))
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
     assert not result.ok and "'cost'" in result.error
 
 
 def test_null_fields_take_their_defaults_and_unknown_fields_are_ignored(gateway):
     gateway.answer(200, {"outputs": None, "stdout": None, "tokens": None, "trace_id": "abc"})
-    result = call(HttpExecutor(gateway.url))
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
     assert result.ok and result.outputs == {} and result.tokens == 0
 
 
 @pytest.mark.parametrize("content_length", [True, False])
 def test_a_reply_larger_than_one_mebibyte_is_refused(gateway, content_length):
     gateway.answer(200, b'{"stdout": "' + b"x" * 1_048_576 + b'"}', content_length=content_length)
-    result = call(HttpExecutor(gateway.url))
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
     assert not result.ok and result.error_code == "agent_error"
     assert result.error == "reply larger than 1 MiB"
 
 
 def test_a_reply_just_under_the_bound_is_read_whole(gateway):
     gateway.answer(200, b'{"stdout": "' + b"x" * 1_000_000 + b'"}', content_length=False)
-    result = call(HttpExecutor(gateway.url))
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
     assert result.ok and len(result.stdout) == 1_000_000
 
 
@@ -210,7 +215,8 @@ def test_a_reply_just_under_the_bound_is_read_whole(gateway):
 
 
 def test_the_body_describes_the_step_call(gateway):
-    executor = HttpExecutor(gateway.url + "/steps?v=1", callback_url="https://forge.example/callback/abc")
+    executor = HttpExecutor(gateway.url + "/steps?v=1", callback_url="https://forge.example/callback/abc",
+                            egress_allow=gateway.allowed)
     step = {"outputs": {"risk": {"type": "integer"}, "summary": {"type": "string"}, "any": {}}}
     call(executor, step=step, stdin="the diff", inputs={"pr": 42}, timeout_s=30.0, iteration=2,
          previous_output="last time")
@@ -225,14 +231,14 @@ def test_the_body_describes_the_step_call(gateway):
 
 
 def test_a_step_without_outputs_sends_an_empty_schema_and_a_null_callback(gateway):
-    call(HttpExecutor(gateway.url))
+    call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
     assert gateway.sent["outputs_schema"] == {} and gateway.sent["callback_url"] is None
     assert gateway.sent["stdin"] is None
 
 
 def test_the_json_content_type_and_the_configured_headers_are_sent(gateway):
     executor = HttpExecutor(gateway.url, headers={"Authorization": "Bearer s3cret", "X-Tenant": "acme",
-                                                  "content-type": "text/plain"})
+                                                  "content-type": "text/plain"}, egress_allow=gateway.allowed)
     call(executor)
     headers = gateway.requests[-1]["headers"]
     assert headers["Content-Type"] == "application/json"
@@ -258,7 +264,9 @@ def test_a_url_that_is_not_absolute_http_is_refused(url):
 
 
 def test_a_refused_connection_is_gateway_unreachable():
-    result = call(HttpExecutor(f"http://127.0.0.1:{closed_port()}/", headers={"Authorization": "Bearer s3cret"}))
+    port = closed_port()
+    result = call(HttpExecutor(f"http://127.0.0.1:{port}/", headers={"Authorization": "Bearer s3cret"},
+                               egress_allow=[f"127.0.0.1:{port}"]))
     assert not result.ok and result.error_code == "gateway_unreachable"
     assert "127.0.0.1:" in result.error and "s3cret" not in result.error
 
@@ -271,7 +279,7 @@ def test_an_unknown_host_is_gateway_unreachable():
 def test_a_gateway_slower_than_the_step_timeout_times_out(gateway):
     gateway.answer(200, {}, delay_s=10)
     started = time.monotonic()
-    result = call(HttpExecutor(gateway.url), timeout_s=0.5)
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed), timeout_s=0.5)
     assert time.monotonic() - started < 1.5
     assert not result.ok and result.error_code == "timeout" and "0.5 s" in result.error
 
@@ -281,7 +289,7 @@ def test_cancel_returns_at_once_without_waiting_for_the_reply(gateway):
     cancel = threading.Event()
     threading.Timer(0.3, cancel.set).start()
     started = time.monotonic()
-    result = call(HttpExecutor(gateway.url), cancel=cancel, timeout_s=60)
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed), cancel=cancel, timeout_s=60)
     assert time.monotonic() - started < 2
     assert not result.ok and result.error_code == "cancelled"
 
@@ -289,7 +297,7 @@ def test_cancel_returns_at_once_without_waiting_for_the_reply(gateway):
 def test_a_cancel_already_set_sends_nothing(gateway):
     cancel = threading.Event()
     cancel.set()
-    assert call(HttpExecutor(gateway.url), cancel=cancel).error_code == "cancelled"
+    assert call(HttpExecutor(gateway.url, egress_allow=gateway.allowed), cancel=cancel).error_code == "cancelled"
     assert gateway.requests == []
 
 
@@ -297,7 +305,7 @@ def test_the_abandoned_call_thread_ends_soon_after_a_cancel(gateway):
     gateway.answer(200, {}, delay_s=10)
     cancel = threading.Event()
     threading.Timer(0.2, cancel.set).start()
-    call(HttpExecutor(gateway.url), cancel=cancel, timeout_s=60)
+    call(HttpExecutor(gateway.url, egress_allow=gateway.allowed), cancel=cancel, timeout_s=60)
     deadline = time.monotonic() + 2
     while any(t.name == "forge-http-call" for t in threading.enumerate()) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -306,5 +314,5 @@ def test_the_abandoned_call_thread_ends_soon_after_a_cancel(gateway):
 
 def test_an_oversize_error_reply_is_still_reported_by_its_status(gateway):
     gateway.answer(500, b"e" * 2_000_000)
-    result = call(HttpExecutor(gateway.url))
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
     assert result.error.startswith("gateway answered HTTP 500: eee")

@@ -31,7 +31,7 @@ def completion(content, *, prompt_tokens=1000, completion_tokens=500, refusal=No
 
 def ask(gateway, *, step=None, cancel=None, model="gpt-4o-mini", api_key=KEY, **options):
     extra = {key: options.pop(key) for key in ("stdin", "inputs", "timeout_s") if key in options}
-    executor = OpenAIExecutor(gateway.url + "/v1/", model, api_key=api_key, **options)
+    executor = OpenAIExecutor(gateway.url + "/v1/", model, api_key=api_key, egress_allow=gateway.allowed, **options)
     return executor.execute(request(step, **extra), cancel or threading.Event())
 
 
@@ -201,7 +201,9 @@ def test_a_key_that_cannot_be_a_header_is_refused_without_showing_it():
 
 
 def test_a_refused_connection_is_gateway_unreachable():
-    executor = OpenAIExecutor(f"http://127.0.0.1:{closed_port()}/v1", "gpt-4o-mini", api_key=KEY)
+    port = closed_port()
+    executor = OpenAIExecutor(f"http://127.0.0.1:{port}/v1", "gpt-4o-mini", api_key=KEY,
+                              egress_allow=[f"127.0.0.1:{port}"])
     result = executor.execute(request(), threading.Event())
     assert not result.ok and result.error_code == "gateway_unreachable" and KEY not in result.error
 

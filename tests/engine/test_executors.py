@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -10,7 +12,7 @@ import pytest
 
 from engine.executors import MockExecutor, ShellExecutor, StepRequest
 from engine.executors.mock import plan
-from engine.executors.shell import last_line_object
+from engine.executors.shell import agent_environment, last_line_object
 from engine.model import Step
 
 
@@ -230,6 +232,70 @@ def test_the_command_runs_in_the_given_working_directory(tmp_path):
 def test_the_environment_names_the_run_and_the_step():
     result = shell('echo "$FORGE_RUN_ID/$FORGE_STEP_ID"')
     assert result.stdout == "run-1/s\n"
+
+
+def environment_of(result) -> dict:
+    return dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+
+
+def test_the_command_sees_none_of_the_workers_variables(monkeypatch, tmp_path):
+    for name in ("FORGE_SECRET_KEY", "DATABASE_URL", "OPENAI_API_KEY", "FORGE_AGENT_SECRET_DEPLOY", "LD_PRELOAD_X"):
+        monkeypatch.setenv(name, "worker-only-value")
+    result = shell("env", workdir=str(tmp_path))
+    seen = environment_of(result)
+    assert "worker-only-value" not in result.stdout
+    assert set(seen) - {"PWD", "SHLVL", "_", "OLDPWD"} == {"PATH", "HOME", "LANG", "TZ", "FORGE_RUN_ID",
+                                                          "FORGE_STEP_ID", "FORGE_ATTEMPT"}
+    assert (seen["PATH"], seen["HOME"], seen["LANG"], seen["TZ"]) == (os.environ["PATH"], str(tmp_path), "C.UTF-8",
+                                                                     "UTC")
+
+
+def test_the_value_variables_and_the_agents_variables_are_added_and_cannot_replace_forges():
+    executor = ShellExecutor(env={"GREETING": "hi", "PATH": "/evil", "HOME": "/evil", "FORGE_RUN_ID": "evil",
+                                  "FORGE_AGENT_SECRET_X": "listed"})
+    result = shell("env", executor=executor, env={"FORGE_V1": "value", "PATH": "/evil", "OTHER": "evil"})
+    seen = environment_of(result)
+    assert (seen["GREETING"], seen["FORGE_AGENT_SECRET_X"], seen["FORGE_V1"]) == ("hi", "listed", "value")
+    assert "evil" not in result.stdout and "OTHER" not in seen
+
+
+PROC_READER = """
+import ctypes, sys, threading
+from engine.executors import ShellExecutor, StepRequest
+from engine.model import Step
+command = 'tr "\\\\0" "\\\\n" < /proc/$PPID/environ'
+spec = Step.model_validate({"id": "s", "agent": "shell", "command": command})
+result = ShellExecutor().execute(StepRequest(run_id="r", step="s", attempt=1, agent="shell", command=command,
+                                             spec=spec), threading.Event())
+print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))  # PR_GET_DUMPABLE
+print(result.stdout)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and prctl are Linux's")
+def test_a_step_cannot_read_the_workers_environment_through_proc(tmp_path):
+    env = {**os.environ, "FORGE_SECRET_KEY": "worker-only-secret-value"}
+    done = subprocess.run([sys.executable, "-c", PROC_READER], cwd=Path(__file__).resolve().parents[2], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    dumpable, _, stdout = done.stdout.partition("\n")
+    assert dumpable == "0"  # /proc/<worker>/environ and its memory now belong to root, not to the step's user
+    if os.geteuid() != 0:  # root reads any process's files whatever the flag says
+        assert "worker-only-secret-value" not in stdout
+
+
+def test_an_agents_listed_secrets_come_from_the_worker_and_an_absent_one_is_left_out():
+    config = {"env": {"A": "1"}, "secret_env": ["FORGE_AGENT_SECRET_SET", "FORGE_AGENT_SECRET_UNSET"]}
+    assert agent_environment(config, {"FORGE_AGENT_SECRET_SET": "s", "FORGE_SECRET_KEY": "k"}) == {
+        "A": "1", "FORGE_AGENT_SECRET_SET": "s"}
+
+
+def test_every_problem_of_an_agents_environment_is_named_at_once():
+    with pytest.raises(ValueError) as caught:
+        agent_environment({"env": {"PATH": "/x", "ok": "1", "1bad": "x"}, "secret_env": ["DATABASE_URL"]}, {})
+    message = str(caught.value)
+    assert "PATH is set by Forge" in message and "'1bad' is not a variable name" in message
+    assert "'DATABASE_URL' is not an agent secret" in message
 
 
 def test_a_timeout_kills_the_whole_process_group(tmp_path):

@@ -117,6 +117,15 @@ class TestBudgetAgentGate:
         ctx = make_ctx(agent={"monthly_budget": None, "month_spend": 10_000.0})
         assert gates.budget_agent(ctx) == allow()
 
+    def test_it_counts_what_the_agents_steps_in_flight_reserved(self):
+        ctx = make_ctx(agent={"month_spend": 90.0, "month_reserved": 9.0}, step={"estimated_cost": 2.0})
+        assert_blocks(gates.budget_agent(ctx), "budget_exceeded", False, "101.00", "90.00 spent",
+                      "9.00 reserved by steps in flight")
+
+    def test_it_does_not_fire_when_spend_reservations_and_the_step_fill_the_budget_exactly(self):
+        ctx = make_ctx(agent={"month_spend": 90.0, "month_reserved": 8.0}, step={"estimated_cost": 2.0})
+        assert gates.budget_agent(ctx) == allow()
+
 
 class TestBudgetEnvelopesGate:
     @pytest.mark.parametrize("scope", ["org", "workflow:vendor_review", "agent:writer"])
@@ -139,6 +148,24 @@ class TestBudgetEnvelopesGate:
     def test_it_does_not_fire_when_the_envelope_has_room_for_the_step(self):
         ctx = make_ctx(envelopes=(BudgetEnvelope("q3-spend", "org", limit=50.0, spent=48.0),))
         assert gates.budget_envelopes(ctx) == allow()
+
+    def test_it_counts_what_steps_in_flight_reserved_against_the_envelope(self):
+        ctx = make_ctx(envelopes=(BudgetEnvelope("q3-spend", "org", limit=50.0, spent=40.0, reserved=9.0),))
+        assert_blocks(gates.budget_envelopes(ctx), "budget_exceeded", False, "51.00", "40.00 spent",
+                      "9.00 reserved by steps in flight")
+
+    def test_it_does_not_fire_when_spend_reservations_and_the_step_fill_the_envelope_exactly(self):
+        ctx = make_ctx(envelopes=(BudgetEnvelope("q3-spend", "org", limit=50.0, spent=40.0, reserved=8.0),))
+        assert gates.budget_envelopes(ctx) == allow()
+
+    def test_ten_steps_of_three_cents_fit_a_thirty_cent_envelope_and_an_eleventh_does_not(self):
+        nine = sum([0.03] * 9)  # 0.27, give or take the float's rounding
+        tenth = make_ctx(step={"estimated_cost": 0.03},
+                         envelopes=(BudgetEnvelope("pennies", "org", limit=0.3, spent=0.0, reserved=nine),))
+        assert gates.budget_envelopes(tenth) == allow()
+        eleventh = make_ctx(step={"estimated_cost": 0.03},
+                            envelopes=(BudgetEnvelope("pennies", "org", limit=0.3, spent=nine + 0.03),))
+        assert_blocks(gates.budget_envelopes(eleventh), "budget_exceeded", False, "'pennies'")
 
 
 class TestTrustLevelGate:

@@ -1,11 +1,11 @@
-"""`${...}` / `{{ ... }}` templates (spec sections 6 and 13): rendering, errors, shell quoting."""
+"""`${...}` / `{{ ... }}` templates (spec sections 6 and 13): rendering, errors, values of shell commands."""
 
 import subprocess
 
 import pytest
 
 from engine.expressions import ExpressionError, Scope
-from engine.templates import TemplateError, parse_template, shell_quote, to_text
+from engine.templates import TemplateError, parse_template, to_text
 
 SCOPE = Scope(
     step_ids={"s", "a", "later"},
@@ -18,8 +18,16 @@ SCOPE = Scope(
 )
 
 
-def render(source, scope=SCOPE, quote=None):
-    return parse_template(source).render(scope, quote)
+def render(source, scope=SCOPE):
+    return parse_template(source).render(scope)
+
+
+def run_shell(source, scope, cwd=None):
+    """Render for a shell agent and run it the way the shell executor does: the values as variables."""
+    command, env = parse_template(source).render_shell(scope)
+    result = subprocess.run(["sh", "-c", command], capture_output=True, text=True, cwd=cwd, timeout=10,
+                            env={"PATH": "/usr/bin:/bin", **env})
+    return command, result
 
 
 @pytest.mark.parametrize("dollar, braces", [
@@ -133,23 +141,40 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize("value", HOSTILE)
-def test_a_shell_quoted_hostile_value_reaches_the_command_as_one_literal_argument(value, tmp_path):
+def test_a_hostile_value_reaches_a_shell_command_as_one_literal_argument(value, tmp_path):
     scope = Scope(variables={"v": value, "x": "EXPANDED"})
-    command = render("printf '%s|' ${v} {{ v }}", scope, quote=shell_quote)
-    result = subprocess.run(["sh", "-c", command], capture_output=True, text=True, cwd=tmp_path, timeout=10)
+    command, result = run_shell("printf '%s|' ${v} {{ v }}", scope, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{value}|{value}|"
     assert list(tmp_path.iterdir()) == []
+    assert value not in command or value in ("", " ", "*", "-n")  # the value is not in the command text
 
 
-def test_shell_quoting_applies_to_interpolated_values_and_not_to_the_authors_text():
+def test_a_shell_command_refers_to_its_values_and_keeps_the_authors_text():
     scope = Scope(variables={"obj": {"k": "it's"}, "n": 7})
-    command = render("echo $((${n} + 1)); printf '%s' ${obj}", scope, quote=shell_quote)
-    result = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=10)
+    command, env = parse_template("n=${n}; echo $((n + 1)); printf '%s' ${obj}").render_shell(scope)
+    assert command == 'n="$FORGE_V1"; echo $((n + 1)); printf \'%s\' "$FORGE_V2"'
+    assert env == {"FORGE_V1": "7", "FORGE_V2": '{"k": "it\'s"}'}
+    _, result = run_shell("n=${n}; echo $((n + 1)); printf '%s' ${obj}", scope)
     assert result.stdout == "8\n" + '{"k": "it\'s"}'
 
 
+def test_one_path_used_twice_is_one_variable():
+    command, env = parse_template("echo ${v} '{{ v }}' \"${w}\"").render_shell(Scope(variables={"v": 1, "w": 2}))
+    assert command == 'echo "$FORGE_V1" \'\'"$FORGE_V1"\'\' "${FORGE_V2}"'
+    assert env == {"FORGE_V1": "1", "FORGE_V2": "2"}
+
+
+def test_a_value_inside_arithmetic_is_refused_when_rendered_for_a_shell():
+    with pytest.raises(TemplateError, match="arithmetic"):
+        parse_template("echo $((${n} + 1))").render_shell(Scope(variables={"n": 7}))
+
+
+def test_a_value_holding_a_nul_character_cannot_be_given_to_a_shell():
+    with pytest.raises(TemplateError, match="NUL"):
+        parse_template("echo ${v}").render_shell(Scope(variables={"v": "a\0b"}))
+
+
 def test_an_escaped_marker_reaches_the_shell_as_a_shell_variable():
-    command = render("FORGE_T=from_shell; echo $${FORGE_T}", Scope(), quote=shell_quote)
-    result = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=10)
+    _, result = run_shell("FORGE_T=from_shell; echo $${FORGE_T}", Scope())
     assert result.stdout == "from_shell\n"

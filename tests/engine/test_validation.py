@@ -357,3 +357,22 @@ def test_without_a_library_a_library_step_is_exempt_from_completeness():
 def test_with_a_library_the_merged_step_must_still_be_complete():
     report = validate_source("name: wf\nsteps:\n  - id: mine\n    library_step: bare\n", library={"bare": {"agent": "x"}})
     assert the_problem(report, "missing_command").step == "mine"
+
+
+# -- estimated_cost (a Forge field the spec's table does not list: docs/engine.md) ------------------------
+
+@pytest.mark.parametrize("written", ["0", "0.25", "3"])
+def test_a_steps_estimated_cost_of_zero_or_more_is_valid(written):
+    report = validate_source(steps_ab(f"    estimated_cost: {written}\n"))
+    assert report.problems == []
+    assert report.workflow.by_id["b"].model.estimated_cost == float(written)
+
+
+@pytest.mark.parametrize(("written", "words"), [
+    ("-0.5", "greater than or equal to 0"), (".inf", "a finite number"), ("'1'", "must be a number"),
+    ("true", "must be a number"),
+])
+def test_an_estimated_cost_that_is_not_a_finite_amount_is_bad_type(written, words):
+    problem = the_problem(validate_source(steps_ab(f"    estimated_cost: {written}\n")), "bad_type")
+    assert (problem.step, problem.line) == ("b", 9)
+    assert "estimated_cost" in problem.message and words in problem.message

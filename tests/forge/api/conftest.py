@@ -34,7 +34,8 @@ class LocalServer:
 
 
 @pytest.fixture
-def local_server():
+def local_server(settings):
+    """The server, which agents may reach: its loopback host:port is in FORGE_EGRESS_ALLOW for the test."""
     state = LocalServer()
     lock = threading.Lock()
 
@@ -60,6 +61,7 @@ def local_server():
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    settings.FORGE_EGRESS_ALLOW = settings.FORGE_EGRESS_ALLOW | {f"127.0.0.1:{server.server_address[1]}"}
     try:
         yield state
     finally:

@@ -177,10 +177,10 @@ def chat_completion(content: str, prompt_tokens: int = 1200, completion_tokens: 
 
 @pytest.fixture
 def openai_agent(db, local_server, monkeypatch):
-    monkeypatch.setenv("FORGE_TEST_OPENAI_KEY", KEY)
+    monkeypatch.setenv("FORGE_AGENT_SECRET_TEST_OPENAI_KEY", KEY)
     return Agent.objects.create(name="gpt", provider="openai",
                                 config={"model": "gpt-4o-mini", "base_url": f"{local_server.url}/v1",
-                                        "api_key_env": "FORGE_TEST_OPENAI_KEY"})
+                                        "api_key_env": "FORGE_AGENT_SECRET_TEST_OPENAI_KEY"})
 
 
 def everything_recorded() -> str:
@@ -289,7 +289,7 @@ def test_an_api_error_that_echoes_the_key_is_scrubbed_everywhere(operator, save_
 def test_without_the_key_in_the_environment_no_authorization_is_sent(operator, save_workflow, local_server,
                                                                      openai_agent, monkeypatch,
                                                                      django_capture_on_commit_callbacks):
-    monkeypatch.delenv("FORGE_TEST_OPENAI_KEY")
+    monkeypatch.delenv("FORGE_AGENT_SECRET_TEST_OPENAI_KEY")
     local_server.reply = lambda seen: (200, chat_completion(json.dumps({"verdict": "approve", "score": 1,
                                                                         "notes": None})))
 

@@ -5,7 +5,12 @@ synchronous tasks run on commit: starting a run or deciding an approval
 advances the run at once, as it does on a cluster.
 """
 
+import io
+import json
+
 import pytest
+from django.contrib.auth.models import Group
+from django.core.management import call_command
 from django.core.exceptions import PermissionDenied
 from django.test import override_settings
 from django.utils import timezone
@@ -35,6 +40,9 @@ steps:
     depends_on: [sign_off]
     mock: {outputs: {paid: true}}
 """
+
+FINANCE = SIGN_OFF.replace("name: sign_off_payment", "name: finance_sign_off").replace(
+    "    approval: required\n", "    approval: required\n    approvers: [Finance]\n")
 
 ADMINS_ONLY = SIGN_OFF.replace("name: sign_off_payment", "name: admins_sign_off").replace(
     "    approval: required\n", "    approval: required\n    approvers: [Admins]\n")
@@ -173,6 +181,55 @@ class TestWhoMayDecide:
         services.approval_decide(user=admin_user, approval=approval, decision="approve")
         run.refresh_from_db()
         assert run.status == "completed"
+
+
+class TestNamedApproverGroups:
+    """`approvers: [Finance]`: Finance members decide, whether or not they are also in Approvers."""
+
+    @pytest.fixture
+    def finance(self, db):
+        Group.objects.create(name="Finance")
+        return member("fiona", "Finance")
+
+    def test_a_finance_member_decides_it_and_an_approver_outside_finance_cannot(
+            self, operator, approver, finance, save_workflow):
+        run = start(save_workflow, operator, FINANCE)
+        approval = pending(run, "sign_off")
+        before = snapshot(run, approval)
+        with pytest.raises(PermissionDenied, match="needs a member of Finance"):
+            services.approval_decide(user=approver, approval=approval, decision="approve")
+        assert snapshot(run, approval) == before
+        services.approval_decide(user=finance, approval=approval, decision="approve")
+        run.refresh_from_db()
+        assert run.status == "completed"
+        assert Approval.objects.get(run=run, step="sign_off").decided_by == finance
+        assert AuditEvent.objects.get(code="forge.approval.approved", run_id=run.pk).actor == "fiona"
+
+    def test_the_finance_member_who_started_the_run_decides_it_only_with_self_approval_allowed(
+            self, finance, save_workflow):
+        finance.groups.add(Group.objects.get(name="Operators"))
+        run = start(save_workflow, finance, FINANCE)
+        approval = pending(run, "sign_off")
+        before = snapshot(run, approval)
+        with pytest.raises(PermissionDenied, match="you started this run"):
+            services.approval_decide(user=finance, approval=approval, decision="approve")
+        assert snapshot(run, approval) == before
+        with override_settings(FORGE_ALLOW_SELF_APPROVAL=True):
+            services.approval_decide(user=finance, approval=approval, decision="approve")
+        run.refresh_from_db()
+        assert run.status == "completed"
+
+    def test_forge_approvals_lists_it_for_finance_members_and_admins_only(
+            self, operator, approver, admin_user, finance, save_workflow):
+        run = start(save_workflow, operator, FINANCE)
+
+        def listed(user):
+            out = io.StringIO()
+            call_command("forge", "--user", user.username, "approvals", "--json", stdout=out)
+            return [(row["run"], row["step"]) for row in json.loads(out.getvalue())]
+
+        assert listed(finance) == listed(admin_user) == [(run.pk, "sign_off")]
+        assert listed(approver) == listed(operator) == []
 
 
 class TestBadDecisions:

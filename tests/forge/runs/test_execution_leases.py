@@ -2,11 +2,12 @@
 
 The steps use a python agent that is not run inline, so each attempt goes
 through the queue; `enqueue_execution` is patched to capture the task
-instead of running it, and the test plays the worker.
+instead of running it, and the test plays the worker. Time is virtual
+(`clock`, tests/forge/runs/conftest.py): a worker's death is its lease
+running out.
 """
 
 import threading
-from datetime import timedelta
 from unittest import mock
 
 import pytest
@@ -15,9 +16,9 @@ from django.utils import timezone
 from engine.executors import StepResult as Result
 from forge.audit.models import AuditEvent
 from forge.governance.models import Agent, TokenEvent
-from forge.runs import agents, services
+from forge.runs import agents, leases, services
 from forge.runs.completion import Completion, Outcome, complete_step
-from forge.runs.execution import WORKER, claim_attempt, execute_step
+from forge.runs.execution import claim_attempt, execute_step
 from forge.runs.models import RunInput, StepResult
 from forge.runs.runtime import advance
 
@@ -46,7 +47,7 @@ steps:
 
 
 @pytest.fixture
-def queued(operator, save_workflow, settings):
+def queued(clock, operator, save_workflow, settings):
     """A started run whose `work` step waits in the queue; yields (run, enqueue mock)."""
     settings.FORGE_PYTHON_CALLABLES = ["tests.forge.runs.test_execution_leases.metered",
                                        "forge.runs.callables.noop"]
@@ -68,8 +69,9 @@ def row(run, step="work"):
     return StepResult.objects.get(run=run, step=step)
 
 
-def expire(run, step="work"):
-    StepResult.objects.filter(run=run, step=step).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+def expire(clock, settings):
+    """The worker holding the lease died: no renewal, and the lease runs out."""
+    clock.advance(settings.FORGE_LEASE_S + 1)
 
 
 def test_a_dispatched_step_is_queued_with_its_fence_and_a_lease(queued):
@@ -99,7 +101,7 @@ def test_a_claim_while_the_lease_is_alive_is_refused(queued):
     run, enqueue = queued
     claim = claim_attempt(*task(enqueue))
     assert claim is not None and claim.fence == task(enqueue)[3]
-    assert (row(run).executing, row(run).lease_owner) == (True, WORKER)
+    assert (row(run).executing, row(run).lease_owner) == (True, leases.worker())
     assert claim_attempt(*task(enqueue)) is None
     assert claim_attempt(*task(enqueue), resume=True) is None
     run.refresh_from_db()
@@ -108,10 +110,10 @@ def test_a_claim_while_the_lease_is_alive_is_refused(queued):
 
 
 @pytest.mark.parametrize("resume", [False, True], ids=["redelivered", "reaped"])
-def test_a_claim_after_the_lease_expired_resumes_with_a_new_fence(queued, resume):
+def test_a_claim_after_the_lease_expired_resumes_with_a_new_fence(queued, clock, settings, resume):
     run, enqueue = queued
     first = claim_attempt(*task(enqueue))
-    expire(run)
+    expire(clock, settings)
     second = claim_attempt(*task(enqueue), resume=resume)
     assert second is not None
     assert second.fence != first.fence
@@ -122,20 +124,24 @@ def test_a_claim_after_the_lease_expired_resumes_with_a_new_fence(queued, resume
     assert work.lease_expires_at > timezone.now()
     resumed = AuditEvent.objects.get(code="forge.run.resumed", run_id=run.pk)
     assert (resumed.step, resumed.attempt) == ("work", 1)
-    assert resumed.detail == {"restart_count": 1, "previous_owner": WORKER}
+    assert resumed.detail == {"restart_count": 1, "by": "reaper" if resume else "redelivery",
+                              "previous_owner": leases.worker()}
+    taken = AuditEvent.objects.get(code="forge.step.resumed", run_id=run.pk)
+    assert (taken.step, taken.attempt, taken.detail["previous_owner"], taken.detail["crashed"]) == (
+        "work", 1, leases.worker(), True)
 
 
-def test_the_fourth_resume_fails_the_run_with_crash_loop(queued, settings):
+def test_the_fourth_resume_fails_the_run_with_crash_loop(queued, clock, settings):
     assert settings.FORGE_MAX_RESTARTS == 3
     run, enqueue = queued
     run_id, step, attempt, fence = task(enqueue)
     claim_attempt(run_id, step, attempt, fence)
     for _ in range(3):
-        expire(run)
+        expire(clock, settings)
         claim = claim_attempt(run_id, step, attempt, fence, resume=True)
         assert claim is not None
         fence = claim.fence
-    expire(run)
+    expire(clock, settings)
     assert claim_attempt(run_id, step, attempt, fence, resume=True) is None
     run.refresh_from_db()
     assert (run.status, run.error_code, run.restart_count) == ("failed", "crash_loop", 4)
@@ -148,10 +154,10 @@ def test_the_fourth_resume_fails_the_run_with_crash_loop(queued, settings):
     assert CALLS == []
 
 
-def test_a_result_carrying_an_old_fence_is_discarded(queued):
+def test_a_result_carrying_an_old_fence_is_discarded(queued, clock, settings):
     run, enqueue = queued
     old = claim_attempt(*task(enqueue))
-    expire(run)
+    expire(clock, settings)
     new = claim_attempt(*task(enqueue), resume=True)
     late = Completion(run.pk, "work", 1, 0, Result(ok=True, outputs={"n": 0}, tokens=7, cost=0.1),
                       fence=old.fence)

@@ -135,6 +135,7 @@ def test_a_run_stopped_by_the_crash_loop_breaker_can_be_restarted(operator, save
         run = services.run_start(user=operator, version=save_workflow(RESTARTABLE),
                                  args={"flag": str(tmp_path / "ready")})
     _, step, attempt, fence = enqueue.call_args.args
+    assert claim_attempt(run.pk, step, attempt, fence) is not None  # a worker took the step, then died
     StepResult.objects.filter(run=run, step=step).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     assert claim_attempt(run.pk, step, attempt, fence, resume=True) is None  # the first resume is one too many
     run.refresh_from_db()

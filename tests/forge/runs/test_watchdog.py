@@ -1,6 +1,7 @@
 """The watchdog: a run whose due events waited too long is resumed once, and counted; past the limit it fails."""
 
 from datetime import timedelta
+from unittest import mock
 
 from django.utils import timezone
 
@@ -46,3 +47,16 @@ def test_a_resume_past_the_limit_fails_the_run_with_crash_loop(operator, save_wo
     run.refresh_from_db()
     assert (run.status, run.error_code, run.restart_count) == ("failed", "crash_loop", settings.FORGE_MAX_RESTARTS + 1)
     assert AuditEvent.objects.filter(run_id=run.pk, code="forge.run.failed").count() == 1
+
+
+def test_a_run_whose_advance_is_lost_again_after_the_watchdog_resumed_it_is_counted_again(operator, save_workflow,
+                                                                                           clock):
+    run = stuck_run(operator, save_workflow)
+
+    with mock.patch("forge.runs.tasks.enqueue_advance"):  # each advance the watchdog asks for is lost too
+        assert recovery.watchdog(timezone.now()) == 1
+        clock.advance(recovery.STUCK_S + 1)
+        assert recovery.watchdog(timezone.now()) == 1
+
+    run.refresh_from_db()
+    assert (run.status, run.restart_count) == ("pending", 2)

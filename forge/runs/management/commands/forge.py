@@ -21,7 +21,7 @@ from engine.runner import DECISIONS
 from engine.validation import Report, validate_source
 from forge.runs import services
 from forge.runs.models import Approval, Run
-from forge.runs.selectors import is_paused, run_report
+from forge.runs.selectors import approvals_for_user, is_paused, run_report
 from forge.workflows.models import Workflow
 from forge.workflows.services import WorkflowRejected, workflow_version_save
 
@@ -49,7 +49,7 @@ class Command(BaseCommand):
         status = sub.add_parser("status", help="a run's status and steps")
         status.add_argument("run", type=int)
         status.add_argument("--json", action="store_true")
-        approvals = sub.add_parser("approvals", help="pending approvals")
+        approvals = sub.add_parser("approvals", help="pending approvals (with --user, those that user may decide)")
         approvals.add_argument("--json", action="store_true")
         for verb in ("approve", "reject"):
             p = sub.add_parser(verb, help=f"{verb} a step's pending approval")
@@ -199,7 +199,7 @@ class Command(BaseCommand):
         return EXIT_OK
 
     def do_approvals(self, options) -> int:
-        pending = Approval.objects.filter(status=Approval.PENDING).select_related("run__workflow").order_by("id")
+        pending = approvals_for_user(self.user)
         rows = [{"run": a.run_id, "workflow": a.run.workflow.name, "step": a.step, "kind": a.kind,
                  "options": a.options, "message": a.message, "requested_at": a.requested_at.isoformat()}
                 for a in pending]

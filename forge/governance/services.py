@@ -1,0 +1,124 @@
+"""Changing what governs dispatch: agents, gateways, budget envelopes, policies and step library entries.
+
+Each change checks the person's Django model permission (Admins hold them), validates the row with its
+model's own checks, saves it and appends an AuditEvent saying who changed which fields from what to what,
+in one transaction. Rows are written with `.save()` / `.delete()` so the dispatch snapshot
+(forge/governance/context.py) hears of every change.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth import get_permission_codename
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models, transaction
+from django.db.models import ProtectedError
+
+from forge.audit.services import audit
+from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy
+from forge.workflows.models import StepLibraryEntry
+
+# model -> the noun of its audit codes (forge.<noun>.created|changed|deleted) and targets (<noun>:<name>)
+AUDITED = {Agent: "agent", Gateway: "gateway", BudgetEnvelope: "budget", Policy: "policy",
+           StepLibraryEntry: "library"}
+
+
+def _noun(instance: models.Model) -> str:
+    try:
+        return AUDITED[type(instance)]
+    except KeyError:
+        raise TypeError(f"{type(instance).__name__} is not governance configuration") from None
+
+
+def _require(user, action: str, instance: models.Model) -> None:
+    """`user` None is the system itself (a management command on the server), which may do anything."""
+    opts = instance._meta
+    if user is not None and not user.has_perm(f"{opts.app_label}.{get_permission_codename(action, opts)}"):
+        raise PermissionDenied(f"you may not {action} {opts.verbose_name_plural}")
+
+
+def _fields(instance: models.Model) -> dict[str, Any]:
+    """What a person edits of the row, as JSON. Fields no form edits (a gateway's token hash, timestamps
+    kept by Django) are left out, so no hash or secret reaches the audit trail."""
+    values = {}
+    for field in instance._meta.concrete_fields:
+        if field.primary_key or not field.editable:
+            continue
+        if field.is_relation:
+            related = getattr(instance, field.name)
+            values[field.name] = str(related) if related is not None else None
+        else:
+            values[field.name] = field.value_from_object(instance)
+    return json.loads(json.dumps(values, cls=DjangoJSONEncoder))
+
+
+def _target(noun: str, instance: models.Model) -> str:
+    return f"{noun}:{getattr(instance, 'name', instance.pk)}"
+
+
+def config_save(*, user, instance: models.Model) -> models.Model:
+    """Create or change one configuration row (`instance`, holding the new values) and audit it.
+
+    Raises:
+        PermissionDenied: `user` lacks the add or change permission of the row's model.
+        ValidationError: the new values fail the model's checks; nothing is saved or audited.
+    """
+    noun = _noun(instance)
+    adding = instance._state.adding or instance.pk is None
+    _require(user, "add" if adding else "change", instance)
+    instance.full_clean()
+    with transaction.atomic():
+        if adding:
+            instance.save()
+            audit(f"forge.{noun}.created", user=user, target=_target(noun, instance),
+                  detail={"after": _fields(instance)})
+            return instance
+        # The stored row, locked, is what the change is measured from: the form already holds the new values.
+        stored = type(instance).objects.select_for_update().filter(pk=instance.pk).first()
+        if stored is None:
+            raise ValidationError(f"{_target(noun, instance)} was deleted meanwhile; nothing was saved")
+        before, after = _fields(stored), _fields(instance)
+        instance.save()
+        changed = sorted(name for name in after if before.get(name) != after[name])
+        if changed:  # saving a form unchanged changes nothing to audit
+            audit(f"forge.{noun}.changed", user=user, target=_target(noun, instance),
+                  detail={"before": {name: before.get(name) for name in changed},
+                          "after": {name: after[name] for name in changed}})
+    return instance
+
+
+def config_delete(*, user, instance: models.Model) -> None:
+    """Delete one configuration row and audit what it held.
+
+    Raises:
+        PermissionDenied: `user` lacks the delete permission of the row's model.
+        ValidationError: other rows still use it (a gateway its agents); nothing is deleted or audited.
+    """
+    noun = _noun(instance)
+    _require(user, "delete", instance)
+    target, before = _target(noun, instance), _fields(instance)
+    with transaction.atomic():
+        try:
+            instance.delete()
+        except ProtectedError as exc:
+            users = ", ".join(sorted(str(row) for row in exc.protected_objects))
+            raise ValidationError(f"{target} is still used by {users}; change those first") from None
+        audit(f"forge.{noun}.deleted", user=user, target=target, detail={"before": before})
+
+
+def gateway_token_issue(*, user, gateway: Gateway) -> str:
+    """Give `gateway` a new callback token and return it, to be shown once; the old token stops working.
+
+    The audit says who rotated it, never the token or its hash.
+    """
+    _require(user, "change", gateway)
+    with transaction.atomic():
+        locked = Gateway.objects.select_for_update().get(pk=gateway.pk)
+        token = locked.set_token()
+        locked.save(update_fields=["token_hash"])
+        audit("forge.gateway.token_issued", user=user, target=_target("gateway", locked), detail={})
+    gateway.token_hash = locked.token_hash
+    return token

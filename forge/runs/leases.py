@@ -1,0 +1,142 @@
+"""Who holds a step attempt, and the thread that keeps its lease alive while it runs.
+
+A lease owner names one worker process: host, pid and a nonce made in that
+process the first time it asks. django-q2 forks its workers after Forge is
+imported, so a name made at import would be the parent's, the same for
+every worker.
+
+Each process has one renewing thread. Whatever holds attempts (a queued
+step in `execute_step`, the inline python calls of a round) registers their
+leases; the thread extends them every renewal period while they are held,
+and sets a lease's `cancel` when its attempt changed hands (a new fence:
+cancel, timeout, takeover) or ended.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import operator
+import os
+import secrets
+import socket
+import threading
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Q
+from django.utils import timezone
+
+from engine.interpreter.state import StepStatus
+from forge.runs.models import StepResult
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 100  # leases renewed per statement
+
+
+_name: tuple[int, str] | None = None
+
+
+def worker() -> str:
+    """This process's name as a lease owner (`host:pid:nonce`)."""
+    global _name
+    pid = os.getpid()
+    if _name is None or _name[0] != pid:
+        _name = (pid, f"{socket.gethostname()[:64]}:{pid}:{secrets.token_hex(4)}")
+    return _name[1]
+
+
+def lease_until(now):
+    return now + timedelta(seconds=settings.FORGE_LEASE_S)
+
+
+def renew_every() -> float:
+    """A held lease is extended this often, so it always has two thirds of its length or more to run."""
+    return min(1.0, settings.FORGE_LEASE_S / 3)
+
+
+@dataclass(eq=False)
+class Lease:
+    """One attempt this process holds: its row is found by run, step and the fence it was handed."""
+
+    run_id: int
+    step: str
+    fence: int
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+class _Renewer(threading.Thread):
+    def __init__(self):
+        super().__init__(daemon=True, name="forge lease renewer")
+        self.held: set[Lease] = set()
+        self.lock = threading.Lock()
+        self.idle = threading.Event()  # set when the last lease is released: drop the connection at once
+
+    def run(self) -> None:
+        while True:
+            self.idle.wait(renew_every())
+            self.idle.clear()
+            with self.lock:
+                leases = [lease for lease in self.held if not lease.cancel.is_set()]
+            try:
+                if leases:
+                    renew(leases)
+                else:
+                    connection.close()  # hold no connection while idle (a test database is dropped at the end)
+            except Exception:  # noqa: BLE001 - a failed renewal is retried next period; the lease has time left
+                log.exception("renewing %d leases failed", len(leases))
+                connection.close()
+
+
+_renewer: _Renewer | None = None
+_start_lock = threading.Lock()
+
+
+def _reset_after_fork() -> None:
+    global _renewer, _start_lock
+    _renewer, _start_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def hold(leases: list[Lease]) -> None:
+    """Keep these leases alive until `release`."""
+    global _renewer
+    if not leases:
+        return
+    with _start_lock:
+        if _renewer is None:
+            _renewer = _Renewer()
+            _renewer.start()
+        renewer = _renewer
+    with renewer.lock:
+        renewer.held.update(leases)
+
+
+def release(leases: list[Lease]) -> None:
+    renewer = _renewer
+    if renewer is not None and leases:
+        with renewer.lock:
+            renewer.held.difference_update(leases)
+            if not renewer.held:
+                renewer.idle.set()
+
+
+def renew(leases: list[Lease]) -> None:
+    """Extend the leases whose attempt is still running under their fence; cancel the others."""
+    until = lease_until(timezone.now())
+    for start in range(0, len(leases), _CHUNK):
+        chunk = leases[start:start + _CHUNK]
+        mine = functools.reduce(operator.or_, (Q(run_id=lease.run_id, step=lease.step, fence=lease.fence)
+                                               for lease in chunk))
+        rows = StepResult.objects.filter(mine, status=StepStatus.RUNNING)
+        if rows.update(lease_expires_at=until) == len(chunk):
+            continue
+        current = set(rows.values_list("run_id", "step", "fence"))
+        for lease in chunk:
+            if (lease.run_id, lease.step, lease.fence) not in current:
+                lease.cancel.set()
