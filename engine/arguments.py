@@ -48,6 +48,9 @@ def resolve_args(document: Document, given: Mapping[str, Any], *, from_text: boo
                 except ValueError:
                     problems.append(f"argument {name!r} must be JSON ({spec.type})")
                     continue
+                except RecursionError:
+                    problems.append(f"argument {name!r} nests too deeply to be read as JSON")
+                    continue
             value = coerce(value, spec.type)
             problem = validate_outputs({name: value}, {name: OutputSchema(type=spec.type)})
             if problem:

@@ -12,3 +12,4 @@ Q_CLUSTER = {**Q_CLUSTER, "sync": True}  # noqa: F405
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SECURE_SSL_REDIRECT = False
 STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}  # noqa: F405
+os.makedirs(STATIC_ROOT, exist_ok=True)  # noqa: F405 - whitenoise warns at every request when it is missing

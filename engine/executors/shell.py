@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import json
 import os
 import re
 import signal
@@ -26,8 +25,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from engine.executors.base import StepRequest, StepResult
+from engine.executors.gateway_result import Malformed, clean_text, load_json, outputs_problem
 from engine.secrets import SECRET_PREFIX, read_secret, secret_name_problem
-from engine.templates import VALUE_PREFIX
+from engine.expressions.errors import ExpressionError
+from engine.templates import VALUE_PREFIX, parse_template
 
 MAX_OUTPUT_BYTES = 1_048_576
 _CHUNK = 65536
@@ -134,16 +135,33 @@ def _feed(pipe, data: bytes) -> None:
             pass
 
 
-def last_line_object(stdout: str) -> dict | None:
-    """The outputs a shell step declares: a JSON object on the last non-empty line of stdout."""
+def last_line_object(stdout: str) -> dict | str | None:
+    """The outputs a shell step declares: a JSON object on the last non-empty line of stdout.
+
+    Returns:
+        The object; None when the last line is not a JSON object; a message when it is one that
+        cannot be kept (too deep, a NUL, a number out of range): the command's output is hostile input.
+    """
     for line in reversed(stdout.splitlines()):
         if line.strip():
             try:
-                value = json.loads(line)
-            except ValueError:
+                value = load_json(line)
+            except Malformed as exc:
+                if "is not JSON" in str(exc):
+                    return None
+                return f"stdout's last line cannot be the step's outputs ({exc.problems[0][1]})"
+            if not isinstance(value, dict):
                 return None
-            return value if isinstance(value, dict) else None
+            problem = outputs_problem(value)
+            return f"stdout's last line cannot be the step's outputs (they {problem})" if problem else value
     return None
+
+
+def _has_placeholders(command: str | None) -> bool:
+    try:
+        return command is not None and any(not isinstance(part, str) for part in parse_template(command).parts)
+    except ExpressionError:
+        return True  # never validated as a template: nothing says how it was written out
 
 
 class ShellExecutor:
@@ -167,6 +185,12 @@ class ShellExecutor:
         return env
 
     def execute(self, request: StepRequest, cancel: threading.Event) -> StepResult:
+        if not request.env and _has_placeholders(request.spec.command):
+            # Rendered as text for another kind of agent (this one became a shell agent mid-run): its
+            # values are now shell syntax, so it must not run.
+            return StepResult.failure(f"the command of step {request.step!r} was written out for an agent that is "
+                                      f"not a shell; agent {request.agent!r} runs a shell now: start a new run",
+                                      "template_error")
         shield_worker()
         watched, alive = os.pipe()  # the guard reads `watched`; only this process holds `alive`
         guard = None
@@ -202,7 +226,7 @@ class ShellExecutor:
         outcome = self._wait(process, group, request.timeout_s, cancel)
         for thread in (feeder, out, err):
             thread.join(timeout=5)
-        stdout = out.data.decode("utf-8", "replace")
+        stdout = clean_text(out.data.decode("utf-8", "replace"))
         if out.dropped:
             stdout += f"\n[forge: output truncated, {out.dropped} more bytes not kept]"
         stderr_tail = err.data.decode("utf-8", "replace").strip()[-2000:]
@@ -215,7 +239,10 @@ class ShellExecutor:
             detail = f": {stderr_tail}" if stderr_tail else ""
             return StepResult.failure(f"the command exited with code {process.returncode}{detail}",
                                       "exit_code", stdout)
-        return StepResult(ok=True, outputs=last_line_object(stdout) or {}, stdout=stdout)
+        outputs = last_line_object(stdout)
+        if isinstance(outputs, str):
+            return StepResult.failure(outputs, "output_invalid", stdout)
+        return StepResult(ok=True, outputs=outputs or {}, stdout=stdout)
 
     @staticmethod
     def _wait(process: subprocess.Popen, group: int, timeout_s: float, cancel: threading.Event) -> str:

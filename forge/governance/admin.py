@@ -1,5 +1,5 @@
 from django.contrib import admin, messages
-from django.db import transaction
+from django.db import models, transaction
 
 from forge.admin_views import ReadOnlyAdmin
 from forge.governance import services
@@ -9,6 +9,8 @@ from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy, Toke
 class ConfigurationAdmin(admin.ModelAdmin):
     """Configuration edited here (also through the change list's editable columns and the bulk delete
     action) changes through the services, which check permission and audit each change."""
+
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}  # a URL typed without a scheme
 
     def save_model(self, request, obj, form, change):
         services.config_save(user=request.user, instance=obj)

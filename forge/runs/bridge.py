@@ -45,7 +45,7 @@ def workflow_of(run: Run) -> Workflow:
         if found is not None:
             _WORKFLOWS.move_to_end(key)
             return found
-    workflow = load_workflow(run.version.source.encode("utf-8"), library=run.library or None)
+    workflow = load_workflow(run.version.source.encode("utf-8"), library=run.library or None, shell_agents=())
     with _LOCK:
         _WORKFLOWS[key] = workflow
         while len(_WORKFLOWS) > CACHED_WORKFLOWS:

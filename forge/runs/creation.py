@@ -11,10 +11,9 @@ from engine.interpreter import Interpreter, Options, RunStarted
 from engine.interpreter.state import RunState
 from engine.validation import load_workflow
 from engine.workflow import Workflow
-from forge.governance.models import Agent
 from forge.runs.models import Checkpoint, Run, RunEvent, RunInput, StepResult
 from forge.workflows.models import WorkflowVersion
-from forge.workflows.services import step_library
+from forge.workflows.services import shell_agents, step_library
 
 
 class RunRefused(ValueError):
@@ -24,7 +23,8 @@ class RunRefused(ValueError):
 def compile_version(version: WorkflowVersion) -> tuple[Workflow, dict[str, dict]]:
     """The compiled workflow and the library entries it uses (the run keeps that snapshot)."""
     entries = step_library()
-    workflow = load_workflow(version.source.encode("utf-8"), library=entries or None)
+    # shell_agents=(): the save checked placeholders against the shell agents of its day; dispatch checks them again
+    workflow = load_workflow(version.source.encode("utf-8"), library=entries or None, shell_agents=())
     used = {spec.model.library_step for spec in workflow.steps if spec.model.library_step}
     return workflow, {name: entries[name] for name in sorted(used) if name in entries}
 
@@ -53,10 +53,9 @@ def check_references(workflow: Workflow, path: tuple[str, ...] = ()) -> None:
 
 
 def options() -> Options:
-    shell = tuple(Agent.objects.filter(provider="shell").order_by("name").values_list("name", flat=True))
     return Options(max_concurrency=settings.FORGE_RUNNER_CONCURRENCY,
                    default_timeout_s=float(min(3600, settings.FORGE_STEP_TIMEOUT_MAX_S)),
-                   shell_agents=shell or ("shell",))
+                   shell_agents=shell_agents())
 
 
 def check_timeouts(workflow: Workflow) -> None:

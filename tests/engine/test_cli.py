@@ -176,13 +176,11 @@ def test_a_run_waiting_for_an_undecided_approval_exits_3_paused(tmp_path):
 
 def test_a_paused_run_in_real_time_exits_promptly(tmp_path):
     path = write(tmp_path, "w.yaml", GATED)
-    started = time.monotonic()
     try:
-        result = engine("run", path, "--json", timeout=20)
+        result = engine("run", path, "--json", timeout=300)
     except subprocess.TimeoutExpired:
-        pytest.fail("a run paused for an approval was still running after 20 s")
+        pytest.fail("a run paused for an approval was still running after 300 s")
     assert result.returncode == 3 and json.loads(result.stdout)["status"] == "paused"
-    assert time.monotonic() - started < 20
 
 
 def test_an_invalid_file_given_to_run_exits_2_with_the_validate_object(tmp_path):
@@ -227,11 +225,9 @@ def test_fast_makes_a_thirty_second_mock_delay_finish_at_once(tmp_path):
           - id: wait
             agent: mock
             command: wait
-            mock: {delay_s: 30, outputs: {v: 1}}
+            mock: {delay_s: 3600, outputs: {v: 1}}
         """)
-    started = time.monotonic()
-    code, run = engine_json("run", path, "--fast", timeout=30)
-    assert time.monotonic() - started < 3
+    code, run = engine_json("run", path, "--fast", timeout=300)  # in real time it would take an hour
     assert code == 0 and run["steps"]["wait"]["outputs"] == {"v": 1}
 
 
@@ -285,6 +281,7 @@ def test_args_are_coerced_to_their_declared_types(tmp_path):
     ["--arg", "count=1", "--arg", "flag=perhaps"],
     ["--arg", "count=1", "--arg", "tags=[not json"],
     ["--arg", "count"],                       # not KEY=VALUE
+    ["--arg", "count=1", "--arg", "tags=" + "[" * 50000 + "]" * 50000],  # deeper than json can read
 ])
 def test_bad_arguments_exit_2_before_anything_runs(tmp_path, argv):
     result = engine("run", write(tmp_path, "w.yaml", ARGS), "--fast", "--json", *argv)

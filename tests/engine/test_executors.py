@@ -117,9 +117,9 @@ def test_a_mock_with_timeout_true_never_returns():
 
 def test_the_mock_delay_is_reported_with_the_result_and_not_slept_by_plan():
     started = time.monotonic()
-    outcome = plan(request({"mock": {"delay_s": 30}}))
-    assert outcome.delay_s == 30 and outcome.result.ok
-    assert time.monotonic() - started < 1
+    outcome = plan(request({"mock": {"delay_s": 3600}}))
+    assert outcome.delay_s == 3600 and outcome.result.ok
+    assert time.monotonic() - started < 300
 
 
 def test_tokens_and_cost_are_reported_as_usage_on_success_and_failure():
@@ -142,8 +142,8 @@ def test_the_mock_executor_stops_a_long_delay_when_cancelled():
     cancel = threading.Event()
     threading.Timer(0.2, cancel.set).start()
     started = time.monotonic()
-    result = MockExecutor().execute(request({"mock": {"delay_s": 30}}), cancel)
-    assert time.monotonic() - started < 3
+    result = MockExecutor().execute(request({"mock": {"delay_s": 3600}}), cancel)
+    assert time.monotonic() - started < 300
     assert not result.ok and result.error_code == "cancelled"
 
 
@@ -152,15 +152,15 @@ def test_the_mock_executor_stops_a_never_returning_mock_when_cancelled():
     threading.Timer(0.2, cancel.set).start()
     started = time.monotonic()
     result = MockExecutor().execute(request({"mock": {"timeout": True}}), cancel)
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 300
     assert not result.ok and result.error_code == "cancelled"
 
 
-@pytest.mark.parametrize("mock", [{"timeout": True}, {"delay_s": 30}])
+@pytest.mark.parametrize("mock", [{"timeout": True}, {"delay_s": 3600}])
 def test_the_mock_executor_times_out_at_the_step_timeout(mock):
     started = time.monotonic()
     result = MockExecutor().execute(request({"mock": mock}, timeout_s=0.3), threading.Event())
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 300
     assert not result.ok and result.error_code == "timeout"
 
 
@@ -196,6 +196,39 @@ def test_last_line_object_reads_the_last_non_empty_line(stdout, expected):
     assert last_line_object(stdout) == expected
 
 
+@pytest.mark.parametrize("last_line, why", [
+    ('{"a": "\\u0000"}', "NUL character"),
+    ('{"a": NaN}', "not finite"),
+    ('{"a": 1, "a": 2}', "appears twice"),
+    ('{"a": ' * 70 + '1' + '}' * 70, "deeper than 64 levels"),
+    ('{"a": ' * 5000 + '1' + '}' * 5000, "deeper than 64 levels"),
+    ('{"n": 100000000000000000000}', "64 bits"),
+])
+def test_a_last_line_object_no_database_could_keep_fails_the_step_with_output_invalid(tmp_path, last_line, why):
+    (tmp_path / "line").write_text(last_line)
+    result = shell(f"echo working; cat {tmp_path / 'line'}")
+    assert not result.ok and result.error_code == "output_invalid"
+    assert why in result.error and "stdout's last line" in result.error
+    assert result.stdout.startswith("working\n")
+
+
+def test_a_command_written_out_as_text_for_another_agent_never_reaches_the_shell(tmp_path):
+    # The agent became a shell agent after the run rendered the command with its values as text.
+    marker = tmp_path / "pwned"
+    spec = Step.model_validate({"id": "s", "agent": "tool", "command": "echo ${args.name}"})
+    written = StepRequest(run_id="run-1", step="s", attempt=1, agent="tool", spec=spec,
+                          command=f"echo $(touch {marker})")
+    result = ShellExecutor().execute(written, threading.Event())
+    assert not result.ok and result.error_code == "template_error"
+    assert "start a new run" in result.error
+    assert not marker.exists()
+
+
+def test_a_nul_byte_on_stdout_is_kept_as_a_replacement_character():
+    result = shell(r"printf 'a\000b'")
+    assert result.ok and result.stdout == "a\ufffdb"
+
+
 def test_a_non_zero_exit_fails_with_exit_code_the_code_and_the_stderr_tail():
     result = shell("echo partial; echo 'disk is full' >&2; exit 3")
     assert not result.ok and result.error_code == "exit_code"
@@ -216,10 +249,8 @@ def test_stdin_is_fed_verbatim():
 
 
 def test_a_large_stdin_the_command_ignores_does_not_hang():
-    started = time.monotonic()
-    result = shell("echo ignored", stdin="x" * 5_000_000, timeout_s=20)
+    result = shell("echo ignored", stdin="x" * 5_000_000, timeout_s=300)  # a hang would time out
     assert result.ok and result.stdout == "ignored\n"
-    assert time.monotonic() - started < 10
 
 
 def test_the_command_runs_in_the_given_working_directory(tmp_path):
@@ -301,8 +332,8 @@ def test_every_problem_of_an_agents_environment_is_named_at_once():
 def test_a_timeout_kills_the_whole_process_group(tmp_path):
     pid_file = tmp_path / "background.pid"
     started = time.monotonic()
-    result = shell(f"sleep 30 & echo $! > {pid_file}; sleep 30; wait", timeout_s=0.5)
-    assert time.monotonic() - started < 5
+    result = shell(f"sleep 600 & echo $! > {pid_file}; sleep 600; wait", timeout_s=0.5)
+    assert time.monotonic() - started < 300
     assert not result.ok and result.error_code == "timeout"
     assert wait_until_dead(read_pid(pid_file))
 
@@ -312,8 +343,8 @@ def test_cancel_kills_the_running_command_and_its_children(tmp_path):
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
     started = time.monotonic()
-    result = shell(f"sleep 30 & echo $! > {pid_file}; sleep 30; wait", cancel=cancel, timeout_s=60)
-    assert time.monotonic() - started < 5
+    result = shell(f"sleep 600 & echo $! > {pid_file}; sleep 600; wait", cancel=cancel, timeout_s=600)
+    assert time.monotonic() - started < 300
     assert not result.ok and result.error_code != "timeout"
     assert wait_until_dead(read_pid(pid_file))
 
@@ -326,20 +357,16 @@ def test_output_over_the_bound_is_truncated_with_a_note():
 
 
 def test_endless_output_under_a_small_bound_ends_at_the_timeout_without_hanging():
-    started = time.monotonic()
     result = shell("yes", executor=ShellExecutor(max_output_bytes=100), timeout_s=1)
-    assert time.monotonic() - started < 6
     assert result.error_code == "timeout"
     assert len(result.stdout) < 300
 
 
 def test_a_command_producing_ten_megabytes_completes():
-    started = time.monotonic()
-    result = shell("head -c 10485760 /dev/zero | tr '\\0' x; echo", timeout_s=60)
+    result = shell("head -c 10485760 /dev/zero | tr '\\0' x; echo", timeout_s=300)  # a hang would time out
     assert result.ok and result.stdout.startswith("x" * 1000)
-    assert time.monotonic() - started < 30
 
 
 def test_a_command_flooding_stderr_does_not_block():
-    result = shell("head -c 2000000 /dev/zero >&2; echo done", timeout_s=20)
+    result = shell("head -c 2000000 /dev/zero >&2; echo done", timeout_s=300)
     assert result.ok and result.stdout == "done\n"

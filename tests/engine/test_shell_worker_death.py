@@ -11,10 +11,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tests.engine.test_executors import is_alive
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 60
@@ -29,15 +29,6 @@ request = StepRequest(run_id="r", step="s", attempt=1, agent="shell", command=co
                       timeout_s=3600, workdir=workdir)
 ShellExecutor().execute(request, threading.Event())
 """
-
-
-def wait_until(predicate, seconds=DEADLINE_S) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def test_a_killed_workers_shell_command_and_its_children_die_with_it(tmp_path):
