@@ -88,10 +88,12 @@ def _round(run_id: int, arrived: list[RunInput],
             for _, key, event in inputs:
                 work.feed_input(key, event)
             work.flush([pk for pk, _, _ in inputs], full_batch=len(inputs) == BATCH)
+            # Before the commit: its on_commit work may advance this run again in this process (django-q2's
+            # sync mode), and must find the cache as this round leaves it. A failed commit forgets it below.
+            bridge.remember(run, work.interpreter)
     except BaseException:
         bridge.forget(run_id)
         raise
-    bridge.remember(run, work.interpreter)
     return work, recorded
 
 

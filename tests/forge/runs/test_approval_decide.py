@@ -117,6 +117,17 @@ class TestApprovalStep:
         decided = Approval.objects.get(run=run, step="sign_off")
         assert (decided.status, decided.decision, decided.decided_by) == ("approved", "approve", approver)
 
+    def test_a_queued_step_after_the_approval_runs_in_the_same_process_and_the_run_completes(
+            self, operator, approver, save_workflow):
+        # django-q2's sync mode runs the queued shell step inside the decision's commit, in this process.
+        source = SIGN_OFF.replace("    agent: mock\n    command: pay\n", "    agent: shell\n    command: echo paid\n")
+        source = source.replace("    mock: {outputs: {paid: true}}\n", "")
+        assert "agent: shell" in source and "paid: true" not in source
+        run = start(save_workflow, operator, source)
+        services.approval_decide(user=approver, approval=pending(run, "sign_off"), decision="approve")
+        run.refresh_from_db()
+        assert run.status == "completed", {step: row.error for step, row in steps_of(run).items()}
+
     def test_rejecting_fails_the_step_and_halts_the_run(self, operator, approver, save_workflow):
         run = start(save_workflow, operator)
         services.approval_decide(user=approver, approval=pending(run, "sign_off"), decision="reject",

@@ -175,3 +175,57 @@ def test_saving_refuses_a_value_a_nested_shell_would_parse_naming_the_safe_way(o
 
 def test_the_same_command_for_an_agent_that_is_no_shell_is_text_and_is_saved(operator, save_workflow):
     assert save_workflow(NESTED.format(agent="mock"), operator).number == 1
+
+
+# -- what a command prints is hostile input ----------------------------------------------------------------
+
+UNKEEPABLE = r"""
+name: unkeepable
+steps:
+  - id: talk
+    agent: shell
+    command: |
+      printf 'a\000b\n{"note": "\\u0000"}\n'
+"""
+
+
+def test_output_no_database_could_keep_fails_the_step_and_stores_what_can_be_kept(operator, save_workflow):
+    run = services.run_start(user=operator, version=save_workflow(UNKEEPABLE))
+
+    run.refresh_from_db()
+    talk = steps_of(run)["talk"]
+    assert (run.status, talk.status, talk.error_code) == ("failed", "failed", "output_invalid")
+    assert "stdout's last line" in talk.error and "NUL" in talk.error
+    assert talk.stdout.startswith("a\ufffdb\n")
+
+
+TURNED = """
+name: turned
+args:
+  name: {type: string, required: true}
+steps:
+  - id: sign_off
+    approval: required
+  - id: greet
+    agent: tool
+    command: echo ${args.name}
+    depends_on: [sign_off]
+"""
+
+
+def test_an_agent_that_became_a_shell_mid_run_refuses_the_command_it_was_given_as_text(
+        operator, approver, save_workflow, tmp_path):
+    Agent.objects.create(name="tool", provider="mock")
+    marker = tmp_path / "pwned"
+    run = services.run_start(user=operator, version=save_workflow(TURNED), args={"name": f"$(touch {marker})"})
+    tool = Agent.objects.get(name="tool")
+    tool.provider = "shell"
+    tool.save()  # while the run waits for its approval
+
+    services.approval_decide(user=approver, approval=run.approvals.get(step="sign_off"), decision="approve")
+
+    run.refresh_from_db()
+    greet = steps_of(run)["greet"]
+    assert not marker.exists(), "a value ran as shell code"
+    assert (greet.status, greet.error_code) == ("failed", "template_error")
+    assert "start a new run" in greet.error
