@@ -58,5 +58,5 @@ class PolicyAdmin(ConfigurationAdmin):
 
 @admin.register(TokenEvent)
 class TokenEventAdmin(ReadOnlyAdmin):
-    list_display = ("at", "run_id", "step", "attempt", "agent", "workflow", "tokens", "cost")
-    list_filter = ("agent", "workflow")
+    list_display = ("at", "run_id", "step", "attempt", "agent", "workflow", "tokens", "cost", "reserved", "settled")
+    list_filter = ("settled", "agent", "workflow")

@@ -9,6 +9,8 @@ from unittest import mock
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.contrib.auth.models import User
+from django.urls import reverse
 from django.utils import timezone
 
 from engine.executors import StepResult as Result
@@ -100,6 +102,16 @@ class TestReservingAtDispatch:
         assert work(third).error_code == "budget_exceeded"
         row = TokenEvent.objects.get(run_id=first.pk)
         assert (row.cost, row.reserved, row.settled, row.tokens) == (0.02, 0.0, True, 1000)
+
+    def test_an_admin_sees_the_open_reservation_on_the_spend_page(self, operator, save_workflow, writer, queue,
+                                                                   client):
+        BudgetEnvelope.objects.create(name="summaries", scope="org", limit=0.15)
+        run = start(operator, save_workflow, one_step("watched"))
+        client.force_login(User.objects.create_superuser("root", password="x"))
+        page = client.get(reverse("admin:forge_governance_tokenevent_changelist") + "?settled__exact=0")
+        assert page.status_code == 200
+        text = page.content.decode()
+        assert "Reserved" in text and "0.1" in text and f">{run.pk}<" in text
 
     def test_the_agents_monthly_budget_counts_reservations_too(self, operator, save_workflow, queue):
         Agent.objects.create(name="writer", provider="openai", config=dict(WRITER), monthly_budget=0.15)
