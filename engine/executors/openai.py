@@ -75,6 +75,20 @@ def user_message(request: StepRequest) -> str:
     return text
 
 
+# Per message and per request, what the chat format adds around the texts (a few tokens; taken generously).
+_FRAMING_TOKENS = 16
+
+
+def reply_cap(body: Mapping[str, Any], max_tokens: int) -> int:
+    """The most reply tokens that keep a call within `max_tokens` in all: a byte-level BPE token stands for at
+    least one byte, so the prompt's UTF-8 bytes (and the response format's, which the API adds to it) bound its
+    tokens. Below 1: the prompt may use everything."""
+    prompt = sum(len(m["content"].encode("utf-8")) + _FRAMING_TOKENS for m in body["messages"]) + _FRAMING_TOKENS
+    if "response_format" in body:
+        prompt += len(json.dumps(body["response_format"]).encode("utf-8"))
+    return max_tokens - prompt
+
+
 class OpenAIExecutor:
     """Calls `{base_url}/chat/completions` of an OpenAI-compatible API.
 
@@ -85,6 +99,8 @@ class OpenAIExecutor:
         prices: USD per million (input, output) tokens by model; None means `DEFAULT_PRICES`.
             A model without a price costs 0.0.
         system_prompt: sent as a system message before the user message.
+        max_tokens: the most tokens one call may use, prompt and reply (the agent's budget reservation is
+            this at the higher price); the reply is capped at what the prompt leaves (`reply_cap`).
         egress_allow: "host:port" entries that may be reached although non-public (`egress.allow_list`).
 
     Raises:
@@ -94,7 +110,7 @@ class OpenAIExecutor:
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None,
                  prices: Mapping[str, tuple[float, float]] | None = None, system_prompt: str | None = None,
-                 egress_allow: Iterable[str] = ()):
+                 max_tokens: int | None = None, egress_allow: Iterable[str] = ()):
         self.url = base_url.rstrip("/") + "/chat/completions"
         check_url(self.url)
         self.model = model
@@ -102,6 +118,7 @@ class OpenAIExecutor:
         self._headers = check_headers({"Authorization": f"Bearer {api_key}"} if self._key else {})
         self.prices = dict(DEFAULT_PRICES if prices is None else prices)
         self.system_prompt = system_prompt
+        self.max_tokens = max_tokens
         self.egress_allow = allow_list(egress_allow)
 
     def __repr__(self) -> str:
@@ -114,6 +131,8 @@ class OpenAIExecutor:
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         if (wanted := response_format(request)) is not None:
             body["response_format"] = wanted
+        if self.max_tokens:
+            body["max_completion_tokens"] = reply_cap(body, self.max_tokens)
         return body
 
     def execute(self, request: StepRequest, cancel: threading.Event) -> StepResult:
@@ -124,7 +143,11 @@ class OpenAIExecutor:
             cost; or a failure with error_code "agent_error",
             "egress_refused", "gateway_unreachable", "timeout" or "cancelled".
         """
-        reply = post_json(self.url, self.payload(request), headers=self._headers, timeout_s=request.timeout_s,
+        body = self.payload(request)
+        if body.get("max_completion_tokens", 1) < 1:
+            return StepResult.failure(f"the prompt alone may use all of this agent's max_tokens ({self.max_tokens}); "
+                                      "raise max_tokens or shorten the prompt")
+        reply = post_json(self.url, body, headers=self._headers, timeout_s=request.timeout_s,
                           cancel=cancel, egress_allow=self.egress_allow)
         result = reply if isinstance(reply, StepResult) else self._read(reply, request)
         if self._key and result.error and self._key in result.error:

@@ -87,8 +87,9 @@ class Agent(models.Model):
     name = models.CharField(max_length=64, unique=True)
     provider = models.CharField(max_length=16, choices=[(p, p) for p in PROVIDERS])
     config = models.JSONField(default=dict, blank=True,
-                              help_text="provider settings, e.g. {\"model\": \"gpt-4o-mini\"}; keys come from "
-                                        "the environment (api_key_env), never from here")
+                              help_text="provider settings, e.g. {\"model\": \"gpt-4o-mini\"}; secrets come from "
+                                        "FORGE_AGENT_SECRET_* environment variables that token_env, api_key_env "
+                                        "or secret_env name, never from here")
     gateway = models.ForeignKey(Gateway, null=True, blank=True, on_delete=models.PROTECT, related_name="agents")
     enabled = models.BooleanField(default=True)
     status = models.CharField(max_length=16, choices=STATUSES, default=ACTIVE)

@@ -15,6 +15,7 @@ from engine.executors.openai import DEFAULT_PRICES, OpenAIExecutor
 from engine.executors.python_call import PythonExecutor, load_callables
 from engine.executors.shell import agent_environment
 from engine.secrets import SECRET_PREFIX, read_secret
+from forge.governance.models import spend_bounds
 
 # Where an openai agent's key comes from when its config names no api_key_env: under the agents' prefix like
 # every secret an agent reads, so OPENAI_API_KEY set for other software on the machine is never sent.
@@ -71,11 +72,14 @@ def executor_for(agent):
         model = config.get("model")
         if not model:
             raise AgentMisconfigured(f"agent {agent.name!r} has no model in its config")
+        if problems := list(spend_bounds(config)):  # a row saved without validation: refused again here
+            raise AgentMisconfigured(f"agent {agent.name!r}: {'; '.join(problems)}")
         prices = dict(DEFAULT_PRICES)
         if "price_per_million" in config:
             prices[model] = tuple(config["price_per_million"])
         return OpenAIExecutor(base_url, model, api_key=api_key, prices=prices,
-                              system_prompt=config.get("system_prompt"), egress_allow=settings.FORGE_EGRESS_ALLOW)
+                              system_prompt=config.get("system_prompt"), max_tokens=config.get("max_tokens"),
+                              egress_allow=settings.FORGE_EGRESS_ALLOW)
     raise AgentMisconfigured(f"agent {agent.name!r} has an unknown provider {provider!r}")
 
 

@@ -47,6 +47,28 @@ def test_it_posts_to_chat_completions_with_the_bearer_key(gateway):
     assert sent["headers"]["Content-Type"] == "application/json"
 
 
+def test_without_max_tokens_the_reply_is_not_capped(gateway):
+    gateway.answer(200, completion("fine"))
+    ask(gateway)
+    assert "max_completion_tokens" not in gateway.sent
+
+
+def test_the_reply_is_capped_at_what_the_prompt_leaves_of_max_tokens(gateway):
+    gateway.answer(200, completion("fine"))
+    ask(gateway, max_tokens=10_000, system_prompt="Be brief.")
+    sent = gateway.sent
+    prompt_bytes = sum(len(m["content"].encode()) for m in sent["messages"])
+    assert 0 < sent["max_completion_tokens"] <= 10_000 - prompt_bytes
+    assert sent["max_completion_tokens"] >= 10_000 - prompt_bytes - 100  # the framing is a few tokens a message
+
+
+def test_a_prompt_that_may_use_all_of_max_tokens_fails_without_calling_the_model(gateway):
+    gateway.answer(200, completion("fine"))
+    result = ask(gateway, max_tokens=50, stdin="x" * 100)
+    assert not result.ok and result.error_code == "agent_error" and "max_tokens (50)" in result.error
+    assert gateway.requests == []
+
+
 def test_without_a_key_no_authorization_header_is_sent(gateway):
     gateway.answer(200, completion("fine"))
     ask(gateway, api_key=None)

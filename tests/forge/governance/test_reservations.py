@@ -18,6 +18,7 @@ from forge.audit.models import AuditEvent
 from forge.governance.context import forget_configuration
 from forge.governance.models import Agent, BudgetEnvelope, TokenEvent
 from forge.runs import services
+from forge.runs.agents import AgentMisconfigured, executor_for
 from forge.runs.completion import Completion, Outcome, complete_step
 from forge.runs.models import RunEvent, StepResult
 from forge.runs.recovery import fail_crash_loop, recover
@@ -188,6 +189,14 @@ class TestTheAgentsBounds:
         run = start(operator, save_workflow, one_step("garbled"))
         assert work(run).status == "running"
         assert held() == 0
+
+
+    def test_the_bound_caps_the_calls_the_agent_makes_and_a_garbled_one_fails_the_step(self, writer):
+        assert executor_for(writer).max_tokens == WRITER["max_tokens"]
+        garbled = Agent.objects.create(name="garbled", provider="openai",
+                                       config={"model": "gpt-4o", "max_tokens": "lots"})
+        with pytest.raises(AgentMisconfigured, match="garbled.*max_tokens"):
+            executor_for(garbled)
 
 
 class TestRelease:
