@@ -159,7 +159,7 @@ def last_line_object(stdout: str) -> dict | str | None:
 
 def _has_placeholders(command: str | None) -> bool:
     try:
-        return command is not None and any(not isinstance(part, str) for part in parse_template(command).parts)
+        return command is not None and bool(parse_template(command).paths)
     except ExpressionError:
         return True  # never validated as a template: nothing says how it was written out
 

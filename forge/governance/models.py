@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from engine.executors.openai import DEFAULT_PRICES
 from engine.executors.shell import agent_env_problems
 from engine.governance.context import POLICY_EFFECTS, check_policy_expression
 from engine.secrets import secret_name_problem
@@ -41,6 +42,15 @@ def spend_bounds(config: dict):
     if price is not None and not (isinstance(price, list) and len(price) == 2
                                   and all(type(p) in (int, float) and 0 <= p < math.inf for p in price)):
         yield "price_per_million: [input, output] in USD per million tokens, two numbers of at least 0"
+
+
+def model_price(config: dict) -> tuple[float, float] | None:
+    """An openai agent's (input, output) USD per million tokens: its config's `price_per_million`, else its
+    model's list price; None when neither is known."""
+    own, model = config.get("price_per_million"), config.get("model")
+    if own:
+        return tuple(own)
+    return DEFAULT_PRICES.get(model) if isinstance(model, str) else None
 
 
 # What each provider's config must satisfy: checks that take the config (a dict) and yield problems.

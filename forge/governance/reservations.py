@@ -21,8 +21,7 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import Q, Sum
 
-from engine.executors.openai import DEFAULT_PRICES
-from forge.governance.models import Agent, BudgetEnvelope, TokenEvent, spend_bounds
+from forge.governance.models import Agent, BudgetEnvelope, TokenEvent, model_price, spend_bounds
 
 
 def _amount(value) -> float:
@@ -36,9 +35,7 @@ def price_bound(config: dict) -> float:
     """An openai agent's most expensive call: its `max_tokens` at the higher of its model's two prices (the
     config's `price_per_million`, else the list price); 0.0 when either is missing, or malformed (refused on
     save, but a row can be written around the checks)."""
-    model = config.get("model")
-    price = config.get("price_per_million") or (DEFAULT_PRICES.get(model) if isinstance(model, str) else None)
-    if not config.get("max_tokens") or price is None or any(spend_bounds(config)):
+    if not config.get("max_tokens") or any(spend_bounds(config)) or (price := model_price(config)) is None:
         return 0.0
     return config["max_tokens"] * max(price) / 1e6
 

@@ -11,11 +11,11 @@ from django.urls import reverse
 from engine.executors import ShellExecutor, StepRequest, StepResult
 from engine.executors import MockExecutor
 from engine.executors.http import HttpExecutor
-from engine.executors.openai import DEFAULT_PRICES, OpenAIExecutor
+from engine.executors.openai import OpenAIExecutor
 from engine.executors.python_call import PythonExecutor, load_callables
 from engine.executors.shell import agent_environment
 from engine.secrets import SECRET_PREFIX, read_secret
-from forge.governance.models import spend_bounds
+from forge.governance.models import model_price, spend_bounds
 
 # Where an openai agent's key comes from when its config names no api_key_env: under the agents' prefix like
 # every secret an agent reads, so OPENAI_API_KEY set for other software on the machine is never sent.
@@ -74,10 +74,8 @@ def executor_for(agent):
             raise AgentMisconfigured(f"agent {agent.name!r} has no model in its config")
         if problems := list(spend_bounds(config)):  # a row saved without validation: refused again here
             raise AgentMisconfigured(f"agent {agent.name!r}: {'; '.join(problems)}")
-        prices = dict(DEFAULT_PRICES)
-        if "price_per_million" in config:
-            prices[model] = tuple(config["price_per_million"])
-        return OpenAIExecutor(base_url, model, api_key=api_key, prices=prices,
+        price = model_price(config)
+        return OpenAIExecutor(base_url, model, api_key=api_key, prices={model: price} if price else {},
                               system_prompt=config.get("system_prompt"), max_tokens=config.get("max_tokens"),
                               egress_allow=settings.FORGE_EGRESS_ALLOW)
     raise AgentMisconfigured(f"agent {agent.name!r} has an unknown provider {provider!r}")
