@@ -18,18 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from engine.arguments import ArgumentsInvalid, resolve_args
-from engine.interpreter import Options
+from engine.interpreter import DECISIONS, Options
 from engine.problems import Problem, WorkflowInvalid
-from engine.runner import DECISIONS, DecisionMismatch, LocalRunner, log_command, report
+from engine.report import report
+from engine.runner import DecisionMismatch, LocalRunner, log_command
 from engine.validation import Report, load_workflow, validate_source
+from engine.terminal import (
+    EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run,
+)
 from engine.yamlload import YamlLoadError, load
-
-EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
-
-
-class UsageError(Exception):
-    """A bad command-line argument (exit 2)."""
-
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
@@ -211,16 +208,6 @@ def _check_workflow_refs(path: Path, workflow, library) -> Problem | None:
     return visit(workflow)
 
 
-def pairs(items: list[str], flag: str) -> dict[str, str]:
-    pairs = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"{flag} {item!r}: expected KEY=VALUE")
-        pairs[key] = value
-    return pairs
-
-
 def _print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
@@ -231,24 +218,6 @@ def _print_invalid(args, report_: Report) -> None:
         _print_json(report_.to_json())
     else:
         print_problems(args.file, report_)
-
-
-def print_problems(path: str, report_: Report, write=print) -> None:
-    """One line per problem and warning, as `FILE:LINE:COLUMN: error CODE [STEP]: message`."""
-    for kind, items in (("error", report_.problems), ("warning", report_.warnings)):
-        for p in items:
-            where = f"{path}:{p.line}:{p.column}" if p.line else path
-            step = f" [{p.step}]" if p.step else ""
-            write(f"{where}: {kind} {p.code}{step}: {p.message}")
-
-
-def print_run(result: dict, write=print, name: str = "run") -> None:
-    """One line per step, then the run's status (the run JSON of spec section 12, for people)."""
-    width = max((len(s) for s in result["steps"]), default=4)
-    for step_id, step in result["steps"].items():
-        extra = f"  {step['error_code']}: {step['error']}" if step["error"] else ""
-        write(f"{step_id:<{width}}  {step['status']:<10} attempts={step['attempts']}{extra}")
-    write(f"{name} {result['status']}" + (f": {result['error']}" if result["error"] else ""))
 
 
 _COMMANDS = {"validate": cmd_validate, "plan": cmd_plan, "run": cmd_run}

@@ -19,7 +19,6 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,27 +30,13 @@ from engine.interpreter import events as ev
 from engine.interpreter import Interpreter, Options, RunState
 from engine.interpreter import replay
 from engine.problems import WorkflowInvalid
+from engine.report import RunOutcome
 from engine.validation import load_workflow
-from engine.workflow import Workflow
-
-MAX_CHILD_DEPTH = 16
-DECISIONS = ("approve", "reject", "retry", "skip", "abort")
+from engine.workflow import MAX_CHILD_DEPTH, Workflow
 
 
 class DecisionMismatch(ValueError):
     """A `--decide` answer that does not fit the approval it was given for."""
-
-
-@dataclass
-class RunOutcome:
-    workflow: Workflow
-    state: RunState
-    paused: bool
-    finished_at: float
-
-    @property
-    def status(self) -> str:
-        return "paused" if self.paused else self.state.status
 
 
 class LocalRunner:
@@ -271,24 +256,6 @@ _APPLY = {
     cmd.CancelStep: LocalRunner._cancel,
     cmd.StartChild: LocalRunner._start_child,
 }
-
-
-def report(outcome: RunOutcome) -> dict[str, Any]:
-    """The runner's JSON object (spec section 12)."""
-    state = outcome.state
-    workflow = outcome.workflow
-    steps = {}
-    for spec in workflow.steps:
-        st = state.steps[spec.id]
-        steps[spec.id] = {
-            "status": st.status, "attempts": st.attempt, "outputs": st.outputs if st.outputs is not None else {},
-            "stdout": st.stdout or "", "error": st.error, "error_code": st.error_code, "iterations": st.iteration,
-        }
-    approvals = [{"step": a["step"], "kind": a["kind"], "status": a["status"], "decision": a["decision"]}
-                 for a in state.approvals]
-    return {"status": outcome.status, "error": state.error, "layers": workflow.layers(),
-            "dispatch_order": list(state.dispatch_order), "steps": steps, "approvals": approvals,
-            "variables": state.variables}
 
 
 def log_command(command: Any) -> None:

@@ -11,6 +11,7 @@ from engine.model import Document, Step
 from engine.templates import Template
 
 TERMINAL_ACTIONS = ("halt", "skip", "escalate")
+MAX_CHILD_DEPTH = 16  # sub-workflows nest at most this deep
 
 
 @dataclass(frozen=True, slots=True)

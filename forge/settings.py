@@ -132,12 +132,12 @@ Q_CLUSTER = {
 }
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
-    Q_CLUSTER["broker_class"] = "forge.runs.broker.TickingRedis"
+    Q_CLUSTER["broker_class"] = "forge.runtime.broker.TickingRedis"
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
                                   "CONFIG": {"hosts": [REDIS_URL]}}}
 else:
     Q_CLUSTER["orm"] = "default"
-    Q_CLUSTER["broker_class"] = "forge.runs.broker.TickingORM"
+    Q_CLUSTER["broker_class"] = "forge.runtime.broker.TickingORM"
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 Q_CLUSTER["sync"] = env_bool("FORGE_QUEUE_SYNC", False)
 

@@ -5,8 +5,8 @@ from engine.interpreter.commands import (
     StepChanged, command_from_json,
 )
 from engine.interpreter.events import (
-    EVENTS, ApprovalDecided, CancelRequested, ChildFinished, DispatchBlocked, DispatchHeld, RunStarted,
-    StepFinished, TimerFired, event_from_json,
+    DECISIONS, EVENTS, ApprovalDecided, CancelRequested, ChildFinished, DispatchBlocked, DispatchHeld, RunAborted,
+    RunStarted, StepFinished, TimerFired, event_from_json,
 )
 from engine.interpreter.machine import EventRejected, Interpreter, initial_variables
 from engine.interpreter.replay import ReplayDivergence, replay_log
@@ -14,9 +14,9 @@ from engine.interpreter.restart import restart_state, steps_to_rerun
 from engine.interpreter.state import Options, RunState, RunStatus, StepState, StepStatus, Wait
 
 __all__ = [
-    "COMMANDS", "EVENTS", "ApprovalDecided", "CancelChild", "CancelRequested", "CancelStep", "ChildFinished",
+    "COMMANDS", "DECISIONS", "EVENTS", "ApprovalDecided", "CancelChild", "CancelRequested", "CancelStep", "ChildFinished",
     "Dispatch", "DispatchBlocked", "DispatchHeld", "EventRejected", "ReplayDivergence", "FinishRun", "Interpreter", "Options",
-    "RequestApproval", "RunStarted", "RunState", "RunStatus", "ScheduleTimer", "StartChild", "StepChanged",
+    "RequestApproval", "RunAborted", "RunStarted", "RunState", "RunStatus", "ScheduleTimer", "StartChild", "StepChanged",
     "StepFinished", "StepState", "StepStatus", "TimerFired", "Wait", "command_from_json", "event_from_json",
     "initial_variables", "replay_log", "restart_state", "steps_to_rerun",
 ]

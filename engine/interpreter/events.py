@@ -54,6 +54,9 @@ class DispatchHeld(Message):
     at: float = 0.0
 
 
+DECISIONS = ("approve", "reject", "retry", "skip", "abort")  # approve/reject an approval; retry/skip/abort an escalation
+
+
 @dataclass(slots=True)
 class ApprovalDecided(Message):
     """A decision on the step's pending approval: approve/reject, or retry/skip/abort for an escalation."""
@@ -90,8 +93,17 @@ class CancelRequested(Message):
     at: float = 0.0
 
 
+@dataclass(slots=True)
+class RunAborted(Message):
+    """The runtime stopped the run for good (e.g. `crash_loop`): it fails with this code and message."""
+
+    code: str
+    message: str
+    at: float = 0.0
+
+
 EVENTS = registry(RunStarted, StepFinished, DispatchBlocked, DispatchHeld, ApprovalDecided, TimerFired,
-                  ChildFinished, CancelRequested)
+                  ChildFinished, CancelRequested, RunAborted)
 
 
 def event_from_json(data: dict) -> Message:

@@ -126,8 +126,8 @@ class FailureHandling:
                 continue  # final, or never started: the halt rule settles it
             self._stop(j, "cancelled_by_fail_fast", "cancelled: a parallel step failed (fail_fast)")
 
-    def _stop(self, i: int, code: str, message: str) -> None:
-        """End a non-final step as cancelled, stopping whatever it has in flight."""
+    def _stop(self, i: int, code: str, message: str, status: str = StepStatus.CANCELLED) -> None:
+        """End a non-final step (as cancelled unless told), stopping whatever it has in flight."""
         st = self._st[i]
         if st.status == RUNNING:
             if st.wait == Wait.CHILD:
@@ -135,7 +135,7 @@ class FailureHandling:
             else:
                 self._out.append(cmd.CancelStep(self._ids[i], st.attempt, code))
         self._expire_approvals(i)
-        self._set(i, StepStatus.CANCELLED, None, error=message, code=code)
+        self._set(i, status, None, error=message, code=code)
 
     def _expire_approvals(self, i: int) -> None:
         for record in self.state.approvals:

@@ -275,6 +275,17 @@ class Interpreter(FailureHandling):
             self._stop(i, "run_cancelled", message)
         self._finish(RunStatus.CANCELLED, message, "run_cancelled")
 
+    def _on_run_aborted(self, event: ev.RunAborted) -> None:
+        # The steps in flight are what the run was stopped over: they fail with its code; the others never ran.
+        for i, st in enumerate(self._st):
+            if st.status in TERMINAL:
+                continue
+            if st.status == StepStatus.RUNNING:
+                self._stop(i, event.code, event.message, StepStatus.FAILED)
+            else:
+                self._stop(i, "run_halted", f"the run was aborted ({event.code})")
+        self._finish(RunStatus.FAILED, event.message, event.code)
+
     # -- the loop: decide ready steps, dispatch, finish -----------------------
 
     def _pump(self) -> None:
@@ -559,4 +570,5 @@ _HANDLERS = {
     ev.TimerFired: Interpreter._on_timer_fired,
     ev.ChildFinished: Interpreter._on_child_finished,
     ev.CancelRequested: Interpreter._on_cancel_requested,
+    ev.RunAborted: Interpreter._on_run_aborted,
 }

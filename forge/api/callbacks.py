@@ -32,9 +32,9 @@ from forge.audit.models import AuditEvent
 from forge.audit.services import audit
 from forge.governance.context import ALLOWED
 from forge.governance.models import Agent, Gateway
-from forge.runs.completion import Completion, Outcome, complete_step
 from forge.runs.models import StepResult
-from forge.runs.tasks import enqueue_advance
+from forge.runtime.completion import Completion, Outcome, complete_step
+from forge.runtime.queue import enqueue_advance
 
 log = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ from engine.interpreter.state import RunState
 from engine.validation import load_workflow
 from engine.workflow import Workflow
 from forge.runs.models import Checkpoint, Run, RunEvent, RunInput, StepResult
+from forge.runtime import inbox
 from forge.workflows.models import WorkflowVersion
 from forge.workflows.services import shell_agents, step_library
 
@@ -100,7 +101,7 @@ def create_run(*, version: WorkflowVersion, workflow: Workflow, used_library: di
                    agent=spec.model.agent or "")
         for i, spec in enumerate(workflow.steps)])
     Checkpoint.objects.create(run=run, inputs_fed=0, event_id=0, state=interpreter.state.to_json(), created_at=now)
-    RunInput.objects.create(run=run, key="start", event=RunStarted(at=now.timestamp()).to_json(), due_at=now,
+    RunInput.objects.create(run=run, key=inbox.START, event=RunStarted(at=now.timestamp()).to_json(), due_at=now,
                             created_at=now)
     RunEvent.objects.create(run=run, kind="run", data={"status": run.status}, at=now)
     return run

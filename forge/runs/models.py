@@ -162,6 +162,9 @@ class StepResult(models.Model):
 
 
 class Approval(models.Model):
+    """A request for a person's decision. Its status is written only by the run's rounds, from the
+    interpreter's record; a person's decision reaches it as an input of the run (`approval_decide`)."""
+
     PENDING, APPROVED, REJECTED, EXPIRED = "pending", "approved", "rejected", "expired"
     KINDS = [("approval", "approval"), ("escalation", "escalation"), ("hold", "governance hold")]
 
@@ -179,6 +182,7 @@ class Approval(models.Model):
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     requested_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="when the step's timeout ends it undecided")
     decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -8,10 +8,10 @@ from typing import Any
 from django.conf import settings
 
 from engine.interpreter.state import RunStatus, StepStatus
-from engine.runner import RunOutcome, report
+from engine.report import RunOutcome, report
 from forge.accounts.roles import may_approve
-from forge.runs import bridge
 from forge.runs.models import Approval, Run, RunInput, StepResult
+from forge.runtime import bridge
 
 
 def is_paused(run: Run) -> bool:
@@ -27,13 +27,9 @@ def is_paused(run: Run) -> bool:
 def run_report(run: Run) -> dict[str, Any]:
     """The same JSON object as `python -m engine run --json` (spec section 12)."""
     run.refresh_from_db()
-    interpreter = bridge.interpreter_of(run)
+    interpreter = bridge.replica(run)
     paused = is_paused(run)
-    outcome = RunOutcome(interpreter.workflow, interpreter.state, paused, interpreter.state.now)
-    result = report(outcome)
-    if run.error_code == "crash_loop":
-        result.update(status=run.status, error=run.error)
-    return result
+    return report(RunOutcome(interpreter.workflow, interpreter.state, paused, interpreter.state.now))
 
 
 def may_decide(user, approval: Approval) -> str | None:

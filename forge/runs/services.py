@@ -15,10 +15,10 @@ from engine.problems import WorkflowInvalid
 from forge.accounts.roles import can
 from forge.audit.services import actor_of, audit
 from forge.runs.creation import RunRefused, check_args_size, check_references, compile_version, create_run
-from forge.runs import bridge, store
 from forge.runs.models import Approval, Run, RunInput
 from forge.runs.selectors import may_decide
-from forge.runs.tasks import enqueue_advance
+from forge.runtime import bridge, inbox, store
+from forge.runtime.queue import enqueue_advance
 from forge.workflows.models import WorkflowVersion
 
 
@@ -73,7 +73,7 @@ def run_cancel(*, user, run: Run, reason: str = "") -> Run:
             raise ServiceError(f"run {run.pk} has already ended ({run.status})")
         now = timezone.now()
         event = CancelRequested(by=_name(user), reason=reason, at=now.timestamp())
-        _, created = RunInput.objects.get_or_create(run=run, key="cancel", defaults={
+        _, created = RunInput.objects.get_or_create(run=run, key=inbox.CANCEL, defaults={
             "event": event.to_json(), "due_at": now, "created_at": now})
         if not created:
             raise ServiceError(f"run {run.pk} is already being cancelled")
@@ -90,7 +90,7 @@ def run_restart(*, user, run: Run, step: str) -> Run:
     workflow = bridge.workflow_of(run)  # compiled with the library entries the run kept, as its replay is
     if step not in workflow.by_id:
         raise ServiceError(f"the workflow has no step {step!r}; its steps are {', '.join(workflow.by_id)}")
-    previous = bridge.interpreter_of(run).state.copy()  # the cached interpreter stays as it is
+    previous = bridge.replica(run).state  # a copy rebuilt from the log: the live interpreter is the runtime's
     with transaction.atomic():
         try:
             new = create_run(version=run.version, workflow=workflow, used_library=run.library, args=run.args,
@@ -104,57 +104,48 @@ def run_restart(*, user, run: Run, step: str) -> Run:
     return new
 
 
-def _timed_out(approval: Approval):
-    """When the approval's timeout fell due, if its timer has not been fed yet (the caller holds the run's lock)."""
-    state = bridge.interpreter_of(approval.run).state
-    timer_id = state.steps[approval.step].timer
-    timer = state.timers.get(timer_id) if timer_id else None
-    if not timer or timer["purpose"] != "approval_timeout":
-        return None
-    due = RunInput.objects.filter(run_id=approval.run_id, key=f"timer:{timer_id}", processed_at=None,
-                                  due_at__lte=timezone.now()).values_list("due_at", flat=True).first()
-    return due
-
-
 def approval_decide(*, user, approval: Approval, decision: str, comment: str = "") -> Approval:
-    """Approve or reject an approval or a governance hold, or retry / skip / abort an escalation."""
+    """Ask for a decision on an approval or a governance hold, or retry / skip / abort an escalation.
+
+    The decision is recorded as a request in the run's inbox (one per approval: the first one counts) and
+    fed to the run; the Approval row changes when the run's round records what the interpreter made of it.
+    """
     with transaction.atomic():
         run = store.lock_run(approval.run_id)
-        approval = Approval.objects.select_for_update().get(pk=approval.pk)
+        approval = Approval.objects.get(pk=approval.pk)
         approval.run = run
         problem = may_decide(user, approval)
         if problem:
             raise PermissionDenied(problem)
         if approval.status != Approval.PENDING:
             raise ServiceError(f"this {approval.kind} was already {approval.status}")
-        if approval.run.finished:
-            raise ServiceError(f"run {approval.run_id} has ended ({approval.run.status})")
-        timed_out = _timed_out(approval)
-        if timed_out:
+        if run.finished:
+            raise ServiceError(f"run {approval.run_id} has ended ({run.status})")
+        if decision not in approval.options:
+            raise ServiceError(f"{decision!r} does not answer this {approval.kind}; "
+                               f"choose one of {', '.join(approval.options)}")
+        now = timezone.now()
+        if approval.expires_at is not None and approval.expires_at <= now:
             # Nothing is decided; the run records the timeout (committing this block only queues that).
             transaction.on_commit(lambda: enqueue_advance(approval.run_id))
+            timed_out = approval.expires_at
         else:
-            _decide(user, approval, decision, comment)
+            timed_out = None
+            _request_decision(user, approval, decision, comment, now)
     if timed_out:
         raise ServiceError(f"this {approval.kind} timed out at {timed_out:%Y-%m-%d %H:%M:%S} UTC, before the "
                            f"decision; the step ends as timed out")
+    approval.refresh_from_db()  # decided already if the run advanced in this process (django-q2's sync mode)
     return approval
 
 
-def _decide(user, approval: Approval, decision: str, comment: str) -> None:
-    """Record the decision (inside the caller's transaction, which holds the run's lock)."""
-    if decision not in approval.options:
-        raise ServiceError(f"{decision!r} does not answer this {approval.kind}; "
-                           f"choose one of {', '.join(approval.options)}")
-    now = timezone.now()
-    positive = decision in ("approve", "retry", "skip")
-    approval.status = Approval.APPROVED if positive else Approval.REJECTED
-    approval.decision, approval.comment, approval.decided_at = decision, comment, now
-    approval.decided_by = user
-    approval.save(update_fields=["status", "decision", "comment", "decided_at", "decided_by"])
+def _request_decision(user, approval: Approval, decision: str, comment: str, now) -> None:
+    """Put the decision in the run's inbox (inside the caller's transaction, which holds the run's lock)."""
     event = ApprovalDecided(approval.step, decision, by=_name(user), comment=comment or None, at=now.timestamp())
-    RunInput.objects.create(run_id=approval.run_id, key=f"decision:{approval.key}", event=event.to_json(),
-                            due_at=now, created_at=now)
+    _, created = RunInput.objects.get_or_create(run_id=approval.run_id, key=inbox.decision(approval.key), defaults={
+        "event": event.to_json(), "due_at": now, "created_at": now})
+    if not created:
+        raise ServiceError(f"this {approval.kind} has already been decided; the run is recording it")
     verb = {"approve": "approved", "reject": "rejected"}.get(decision, f"escalation_{decision}")
     audit(f"forge.approval.{verb}", user=user, run_id=approval.run_id, step=approval.step,
           attempt=approval.attempt, detail={"kind": approval.kind, "decision": decision, "comment": comment})

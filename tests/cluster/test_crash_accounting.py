@@ -5,6 +5,7 @@ lease is not taken for a crashed one. Every step a test kills or outwaits is hel
 from __future__ import annotations
 
 import collections
+import json
 from datetime import timedelta
 
 import pytest
@@ -23,8 +24,10 @@ CRASHING = """
 name: crashing
 steps:
   - {id: boom, agent: worker, command: tests.cluster.callables.crash}
+  - {id: delegate, workflow_ref: {name: waits_for_a_person}}
   - {id: after, agent: mock, command: never, depends_on: [boom]}
 """
+WAITS = "name: waits_for_a_person\nsteps:\n  - {id: ask, approval: required, approval_message: go on?}\n"
 
 SLOW = [f"slow{i}" for i in range(1, 5)]
 SLOW_INLINE = "name: slow_inline\nsteps:\n" + "".join(
@@ -69,6 +72,8 @@ def test_a_cluster_killed_while_five_steps_of_a_run_ran_counts_one_restart(deplo
 def test_a_step_that_kills_its_worker_every_time_ends_the_run_with_crash_loop_after_four_executions(deployment,
                                                                                                    tmp_path):
     queued_python_agent(deployment)
+    deployment.query("from forge.workflows.services import workflow_version_save\n"
+                     f"result = workflow_version_save(user=None, source={WAITS!r}).number")
     deployment.start_cluster()
     run_id = start_run(deployment, workflow(tmp_path, CRASHING))
 
@@ -78,6 +83,24 @@ def test_a_step_that_kills_its_worker_every_time_ends_the_run_with_crash_loop_af
     assert (run["status"], run["error_code"], run["restart_count"]) == ("failed", "crash_loop", 4), run
     assert executions(deployment) == {"boom": 4}
     assert resumes(deployment, run_id) == {"forge.run.resumed": 4, "forge.step.resumed": 4}
+    # The run's status, its step rows, its events and its child run all tell the same story.
+    status = json.loads(deployment.forge("status", str(run_id), "--json").stdout)
+    expected = {"boom": ("failed", "crash_loop"), "delegate": ("failed", "crash_loop"),
+                "after": ("cancelled", "run_halted")}
+    assert (status["status"], {s: (v["status"], v["error_code"]) for s, v in status["steps"].items()}) == (
+        "failed", expected)
+    rows = deployment.sql("SELECT step, status, error_code FROM forge_runs_stepresult WHERE run_id = %s", (run_id,))
+    assert {step: (state, code) for step, state, code in rows} == expected
+    events = deployment.sql("SELECT kind, step, data FROM forge_runs_runevent WHERE run_id = %s ORDER BY id",
+                            (run_id,))
+    events = [(kind, step, json.loads(data) if isinstance(data, str) else data) for kind, step, data in events]
+    assert {step: data["status"] for kind, step, data in events if kind == "step"} == {
+        step: state for step, (state, _) in expected.items()}
+    assert (events[-1][0], events[-1][2]["error_code"]) == ("run", "crash_loop")
+    child = deployment.until(lambda: deployment.sql(
+        "SELECT r.status, a.status FROM forge_runs_run r JOIN forge_runs_approval a ON a.run_id = r.id "
+        "WHERE r.parent_id = %s AND r.status = 'cancelled'", (run_id,)), timeout=60, what="the child is cancelled")
+    assert child == [("cancelled", "expired")]
 
 
 def test_four_inline_python_steps_longer_than_two_leases_run_once_each_and_count_no_restart(deployment,
@@ -100,7 +123,7 @@ def test_four_inline_python_steps_longer_than_two_leases_run_once_each_and_count
     for step in SLOW:  # every one is still held by the advancing worker
         assert rows[step]["status"] == "running" and rows[step]["lease_expires_at"] > now(), rows[step]
         assert rows[step]["lease_owner"].split(":")[1] == worker, rows[step]
-    reaped = deployment.query("from django.utils import timezone\nfrom forge.runs import recovery\n"
+    reaped = deployment.query("from django.utils import timezone\nfrom forge.runtime import recovery\n"
                               "result = recovery.reap(timezone.now())")
     assert reaped == 0
     for step in SLOW:

@@ -7,8 +7,9 @@ from tests.cluster.harness import Deployment
 # A 20-step chain advanced in the worker's own process, then what this session has prepared.
 ADVANCE_AND_LIST_PREPARED = """
 from django.db import connection
-from forge.runs import services, store
-from forge.runs.runtime import advance
+from forge.runs import services
+from forge.runtime import store
+from forge.runtime.rounds import advance
 from forge.workflows.services import workflow_version_save
 steps = "".join(f"  - id: s{i}\\n    agent: mock\\n    command: noop\\n" + (f"    depends_on: [s{i - 1}]\\n" if i else "")
                 for i in range(20))

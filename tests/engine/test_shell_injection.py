@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from engine.interpreter import commands as cmd
-from engine.runner import LocalRunner, report
+from engine.report import report
+from engine.runner import LocalRunner
 from engine.validation import load_workflow, validate_source
 
 PAYLOADS = {

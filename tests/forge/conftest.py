@@ -14,9 +14,9 @@ from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
 from forge.governance.context import forget_configuration
-from forge.runs import bridge
+from forge.runtime import bridge
 from forge.runs.models import Run, RunInput, StepResult
-from forge.runs.runtime import advance
+from forge.runtime.rounds import advance
 from forge.workflows.services import workflow_version_save
 
 

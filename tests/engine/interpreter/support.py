@@ -9,7 +9,8 @@ from typing import Any
 from engine.interpreter import (
     ApprovalDecided, Dispatch, Interpreter, Options, RunStarted, StepChanged, StepFinished, TimerFired,
 )
-from engine.runner import LocalRunner, report
+from engine.report import report
+from engine.runner import LocalRunner
 from engine.validation import load_workflow
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from engine.interpreter import (
     CancelChild, CancelRequested, CancelStep, ChildFinished, Dispatch, FinishRun, Interpreter, ScheduleTimer,
-    StartChild,
+    RunAborted, StartChild,
 )
 
 from tests.engine.interpreter.support import Driver, checkpoint, dispatched, of, run_fast
@@ -122,6 +122,30 @@ def test_cancelling_the_run_cancels_in_flight_steps_and_children():
     assert "erin" in finish.error and "wrong vendor" in finish.error
     assert {driver.status(s) for s in ("sub", "other")} == {"cancelled"}
     assert driver.ok("other") == []
+
+
+def test_an_aborted_run_fails_its_in_flight_steps_with_the_code_and_cancels_the_rest():
+    driver = Driver(CHILD + "  - {id: other, agent: mock, command: x, depends_on: [prep]}\n"
+                    + "  - {id: last, agent: mock, command: x, depends_on: [other]}\n")
+    driver.start()
+    driver.ok("prep", {"n": 3})
+    commands = driver.feed(RunAborted("crash_loop", "resumed 4 times after crashes", at=driver.now))
+    assert of(commands, CancelChild) == [CancelChild("sub", "crash_loop")]
+    assert of(commands, CancelStep) == [CancelStep("other", 1, "crash_loop")]
+    finish = of(commands, FinishRun)[0]
+    assert (finish.status, finish.error_code, finish.error) == ("failed", "crash_loop", "resumed 4 times after crashes")
+    steps = driver.machine.state.steps
+    assert {s: (steps[s].status, steps[s].error_code) for s in ("sub", "other", "last")} == {
+        "sub": ("failed", "crash_loop"), "other": ("failed", "crash_loop"), "last": ("cancelled", "run_halted")}
+    assert driver.ok("other") == []
+
+
+def test_an_abort_after_the_run_ended_changes_nothing():
+    driver = Driver("name: one\nsteps:\n  - {id: a, agent: mock, command: x}\n")
+    driver.start()
+    driver.ok("a")
+    assert driver.feed(RunAborted("crash_loop", "too many crashes", at=driver.now)) == []
+    assert driver.machine.state.status == "completed"
 
 
 def test_cancelling_before_the_run_starts_cancels_every_step():

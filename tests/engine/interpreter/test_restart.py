@@ -3,7 +3,8 @@
 import pytest
 
 from engine.interpreter import Interpreter, RunStarted, restart_state, steps_to_rerun
-from engine.runner import LocalRunner, report
+from engine.report import report
+from engine.runner import LocalRunner
 
 from tests.engine.interpreter.support import Driver, compile_yaml, dispatched
 

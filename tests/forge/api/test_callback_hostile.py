@@ -25,7 +25,7 @@ from django.db import close_old_connections
 from forge.audit.models import AuditEvent
 from forge.governance.models import Agent, BudgetEnvelope, Gateway, TokenEvent
 from forge.runs import services
-from forge.runs.recovery import TIMEOUT_GRACE_S, enforce_timeouts
+from forge.runtime.recovery import TIMEOUT_GRACE_S, enforce_timeouts
 from tests.forge.api.test_step_complete import URL, body_for, deferred, post, snapshot  # noqa: F401 - the fixture
 from tests.forge.conftest import steps_of
 

@@ -23,7 +23,8 @@ from forge.audit.models import AuditEvent
 from forge.governance.models import Agent, Gateway, TokenEvent
 from forge.runs import services
 from forge.runs.models import Run, RunEvent, RunInput, StepResult
-from forge.runs.recovery import GATEWAY, TIMEOUT_GRACE_S, enforce_timeouts
+from forge.runtime.leases import Owner
+from forge.runtime.recovery import TIMEOUT_GRACE_S, enforce_timeouts
 from tests.forge.conftest import steps_of
 
 pytestmark = pytest.mark.django_db
@@ -105,7 +106,7 @@ def test_a_202_from_the_gateway_leaves_the_step_running_and_deferred(deferred):
     steps = steps_of(deferred.run)
     assert deferred.run.status == "running"
     assert steps["remote"].status == "running"
-    assert steps["remote"].lease_owner == GATEWAY
+    assert steps["remote"].lease_owner == Owner.GATEWAY
     assert steps["remote"].executing is False
     assert steps["remote"].deadline_at is not None
     assert steps["after"].status == "pending"

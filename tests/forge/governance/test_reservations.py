@@ -18,11 +18,11 @@ from forge.audit.models import AuditEvent
 from forge.governance.context import forget_configuration
 from forge.governance.models import Agent, BudgetEnvelope, TokenEvent
 from forge.runs import services
-from forge.runs.agents import AgentMisconfigured, executor_for
-from forge.runs.completion import Completion, Outcome, complete_step
+from forge.runtime.agents import AgentMisconfigured, executor_for
+from forge.runtime.completion import Completion, Outcome, complete_step
 from forge.runs.models import RunEvent, StepResult
-from forge.runs.recovery import fail_crash_loop, recover
-from forge.runs.runtime import advance
+from forge.runtime.recovery import fail_crash_loop, recover
+from forge.runtime.rounds import advance
 from tests.forge.conftest import fast_forward
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -45,7 +45,7 @@ steps:
 @pytest.fixture
 def queue():
     """Captured execute_step tasks: (run_id, step, attempt, fence) each."""
-    with mock.patch("forge.runs.agents.enqueue_execution") as enqueue:
+    with mock.patch("forge.runtime.queue.enqueue_execution") as enqueue:
         yield enqueue
 
 

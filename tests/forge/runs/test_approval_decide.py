@@ -264,10 +264,10 @@ class TestBadDecisions:
             code="forge.approval.requested").count() == 1
 
     def test_a_decision_after_the_approval_timed_out_is_not_recorded_as_approved(self, operator, approver,
-                                                                                save_workflow):
+                                                                                save_workflow, clock):
         run = start(save_workflow, operator, TIMED)
-        # The 60 s passed while no worker advanced the run: the timeout timer is due but still unprocessed.
-        RunInput.objects.filter(run=run, key__startswith="timer:").update(due_at=timezone.now())
+        assert (pending(run, "sign_off").expires_at - clock()).total_seconds() == pytest.approx(60, abs=0.01)
+        clock.advance(61)  # the 60 s passed while no worker advanced the run: the timeout is due, unprocessed
         with pytest.raises(services.ServiceError, match="timed out at .* before the decision"):
             services.approval_decide(user=approver, approval=pending(run, "sign_off"), decision="approve")
         run.refresh_from_db()

@@ -22,11 +22,12 @@ from django.utils import timezone
 from engine.executors import StepResult as Result
 from forge.audit.models import AuditEvent
 from forge.governance.models import Agent
-from forge.runs import agents, recovery, services
-from forge.runs.completion import Completion, complete_step
-from forge.runs.execution import claim_attempt, execute_step
+from forge.runs import services
+from forge.runtime import agents, recovery
+from forge.runtime.completion import Completion, complete_step
+from forge.runtime.execution import claim_attempt, execute_step
 from forge.runs.models import Run, StepResult
-from forge.runs.runtime import advance
+from forge.runtime.rounds import advance
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -59,7 +60,7 @@ def outlives_its_lease(call):
 def overstays(call):
     """Still running well past its deadline, when the timeout enforcer looks."""
     CALLS.append(call.step)
-    with mock.patch("forge.runs.tasks.enqueue_advance"):
+    with mock.patch("forge.runtime.queue.enqueue_advance"):
         later = timezone.now() + timedelta(seconds=1 + recovery.TIMEOUT_GRACE_S + 1)
         SEEN["timed_out"] = recovery.enforce_timeouts(later)
     return {"ok": True}
@@ -100,7 +101,7 @@ def callables(settings):
 def parallel(clock, operator, save_workflow):
     """A started run whose steps a, b and c wait in the queue; yields (run, their tasks, enqueue mock)."""
     Agent.objects.create(name="worker_py", provider="python", config={"inline": False})
-    with mock.patch("forge.runs.agents.enqueue_execution") as enqueue:
+    with mock.patch("forge.runtime.queue.enqueue_execution") as enqueue:
         run = services.run_start(user=operator, version=save_workflow(PARALLEL))
         tasks = {args[1]: args for args in (c.args for c in enqueue.call_args_list)}
         assert sorted(tasks) == ["a", "b", "c"]
@@ -199,7 +200,7 @@ def test_an_inline_python_step_longer_than_its_lease_is_held_by_its_worker_and_r
     settings.FORGE_LEASE_S = 2  # renewed every 2/3 s; the step runs past its first lease
     source = ("name: patient\nsteps:\n  - {id: slow, agent: python, "
               "command: tests.forge.runs.test_crash_accounting.outlives_its_lease}\n")
-    with mock.patch("forge.runs.agents.enqueue_execution") as enqueue:
+    with mock.patch("forge.runtime.queue.enqueue_execution") as enqueue:
         run = services.run_start(user=operator, version=save_workflow(source))
 
     assert SEEN["reaped"] == 0, "the reaper took the running inline step for a crashed one"
@@ -221,7 +222,7 @@ def test_an_inline_step_whose_worker_died_is_resumed_once_and_counted_once(clock
         advance(run.pk)
     crash(clock, settings)
 
-    with mock.patch("forge.runs.agents.enqueue_execution") as enqueue:
+    with mock.patch("forge.runtime.queue.enqueue_execution") as enqueue:
         assert recovery.reap(timezone.now()) == 1
     assert execute_step(*enqueue.call_args.args, **enqueue.call_args.kwargs) == "accepted"
 

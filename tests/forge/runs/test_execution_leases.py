@@ -16,11 +16,12 @@ from django.utils import timezone
 from engine.executors import StepResult as Result
 from forge.audit.models import AuditEvent
 from forge.governance.models import Agent, TokenEvent
-from forge.runs import agents, leases, services
-from forge.runs.completion import Completion, Outcome, complete_step
-from forge.runs.execution import claim_attempt, execute_step
+from forge.runs import services
+from forge.runtime import agents, leases
+from forge.runtime.completion import Completion, Outcome, complete_step
+from forge.runtime.execution import claim_attempt, execute_step
 from forge.runs.models import RunInput, StepResult
-from forge.runs.runtime import advance
+from forge.runtime.rounds import advance
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -54,7 +55,7 @@ def queued(clock, operator, save_workflow, settings):
     agents._python_callables.cache_clear()
     CALLS.clear()
     Agent.objects.create(name="worker_py", provider="python", config={"inline": False})
-    with mock.patch("forge.runs.agents.enqueue_execution") as enqueue:
+    with mock.patch("forge.runtime.queue.enqueue_execution") as enqueue:
         run = services.run_start(user=operator, version=save_workflow(QUEUED))
         yield run, enqueue
     agents._python_callables.cache_clear()

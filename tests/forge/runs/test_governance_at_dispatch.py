@@ -14,7 +14,7 @@ from forge.audit.models import AuditEvent
 from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy, TokenEvent
 from forge.runs import services
 from forge.runs.models import Approval, RunInput, StepResult
-from forge.runs.runtime import advance
+from forge.runtime.rounds import advance
 from tests.forge.conftest import fast_forward
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)

@@ -3,7 +3,8 @@
 import pytest
 
 from engine.interpreter import Interpreter
-from forge.runs import bridge, services
+from forge.runs import services
+from forge.runtime import bridge
 from forge.runs.models import Run
 from tests.forge.conftest import fast_forward
 

@@ -14,7 +14,7 @@ from django.db import connection
 
 from forge.audit.models import AuditEvent
 from forge.runs import services
-from forge.runs.execution import execute_step
+from forge.runtime.execution import execute_step
 from forge.runs.models import Approval, RunInput, StepResult
 from tests.forge.conftest import steps_of
 from tests.waiting import wait_until
@@ -113,7 +113,7 @@ class TestCancelARunningShellStep:
     def test_the_shell_process_is_killed_and_its_late_result_is_only_recorded(self, operator, save_workflow,
                                                                               tmp_path):
         pidfile = tmp_path / "nap.pid"
-        with mock.patch("forge.runs.agents.enqueue_execution") as enqueue:
+        with mock.patch("forge.runtime.queue.enqueue_execution") as enqueue:
             run = services.run_start(user=operator, version=save_workflow(SLEEPY),
                                      args={"pidfile": str(pidfile)})
         enqueue.assert_called_once()

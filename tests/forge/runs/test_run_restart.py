@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from forge.audit.models import AuditEvent
 from forge.runs import services
-from forge.runs.execution import claim_attempt
+from forge.runtime.execution import claim_attempt
 from forge.runs.models import Run, StepResult
 from tests.forge.conftest import steps_of
 
@@ -106,7 +106,7 @@ class TestRestartFromStep:
 
 class TestRefusedRestarts:
     def test_a_running_run_cannot_be_restarted(self, operator, save_workflow, tmp_path):
-        with mock.patch("forge.runs.agents.enqueue_execution"):  # the shell step never reports back
+        with mock.patch("forge.runtime.queue.enqueue_execution"):  # the shell step never reports back
             run = services.run_start(user=operator, version=save_workflow(RESTARTABLE),
                                      args={"flag": str(tmp_path / "ready")})
         run.refresh_from_db()
@@ -131,7 +131,7 @@ class TestRefusedRestarts:
 
 def test_a_run_stopped_by_the_crash_loop_breaker_can_be_restarted(operator, save_workflow, tmp_path, settings):
     settings.FORGE_MAX_RESTARTS = 0
-    with mock.patch("forge.runs.agents.enqueue_execution") as enqueue:
+    with mock.patch("forge.runtime.queue.enqueue_execution") as enqueue:
         run = services.run_start(user=operator, version=save_workflow(RESTARTABLE),
                                  args={"flag": str(tmp_path / "ready")})
     _, step, attempt, fence = enqueue.call_args.args

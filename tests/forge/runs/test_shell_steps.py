@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 
 from forge.governance.models import Agent
 from forge.runs import services
-from forge.runs.execution import workdir
+from forge.runtime.execution import workdir
 from forge.runs.models import RunEvent
 from forge.workflows.services import WorkflowRejected
 from tests.forge.conftest import steps_of

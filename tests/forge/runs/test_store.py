@@ -9,7 +9,8 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from forge.runs import services, store
+from forge.runs import services
+from forge.runtime import store
 from forge.runs.models import Run, RunInput, StepResult
 
 ONE_STEP = """

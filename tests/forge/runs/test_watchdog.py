@@ -6,7 +6,8 @@ from unittest import mock
 from django.utils import timezone
 
 from forge.audit.models import AuditEvent
-from forge.runs import recovery, services
+from forge.runs import services
+from forge.runtime import recovery
 from forge.runs.models import Run, RunInput
 
 ONE_STEP = """
@@ -39,10 +40,12 @@ def test_a_run_whose_advance_was_lost_is_resumed_once_and_counted(operator, save
     assert [(e.detail["by"], e.detail["restart_count"]) for e in resumed] == [("watchdog", 1)]
 
 
-def test_a_resume_past_the_limit_fails_the_run_with_crash_loop(operator, save_workflow, settings):
+def test_a_resume_past_the_limit_fails_the_run_with_crash_loop(operator, save_workflow, settings,
+                                                               django_capture_on_commit_callbacks):
     run = stuck_run(operator, save_workflow, restarts=settings.FORGE_MAX_RESTARTS)
 
-    assert recovery.watchdog(timezone.now()) == 0
+    with django_capture_on_commit_callbacks(execute=True):
+        assert recovery.watchdog(timezone.now()) == 0
 
     run.refresh_from_db()
     assert (run.status, run.error_code, run.restart_count) == ("failed", "crash_loop", settings.FORGE_MAX_RESTARTS + 1)
@@ -53,7 +56,7 @@ def test_a_run_whose_advance_is_lost_again_after_the_watchdog_resumed_it_is_coun
                                                                                            clock):
     run = stuck_run(operator, save_workflow)
 
-    with mock.patch("forge.runs.tasks.enqueue_advance"):  # each advance the watchdog asks for is lost too
+    with mock.patch("forge.runtime.queue.enqueue_advance"):  # each advance the watchdog asks for is lost too
         assert recovery.watchdog(timezone.now()) == 1
         clock.advance(recovery.STUCK_S + 1)
         assert recovery.watchdog(timezone.now()) == 1

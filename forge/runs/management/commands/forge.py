@@ -16,8 +16,10 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
 
-from engine.cli import EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run
-from engine.runner import DECISIONS
+from engine.interpreter import DECISIONS
+from engine.terminal import (
+    EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run,
+)
 from engine.validation import Report, validate_source
 from forge.runs import services
 from forge.runs.models import Approval, Run

@@ -26,17 +26,17 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from engine.executors import StepResult as Result
+from engine.interpreter import events as ev
 from engine.interpreter.state import RunStatus, StepStatus
 from forge.audit.services import audit
-from forge.governance import reservations
 from forge.governance.models import TokenEvent
-from forge.runs import store
-from forge.runs.models import Approval, Run, RunEvent, RunInput, StepResult
+from forge.runs.models import Run, RunInput, StepResult
+from forge.runtime import inbox, queue, store
+from forge.runtime.completion import Completion, Outcome, complete_step
+from forge.runtime.leases import Owner
 
 log = logging.getLogger(__name__)
 
-GATEWAY = "gateway"      # lease_owner of an attempt a gateway accepted (202) and will call back about
-INBOX = "inbox"          # lease_owner of an attempt whose result already waits in the run's inbox
 TIMEOUT_GRACE_S = 5
 STUCK_S = 30
 BATCH = 100
@@ -50,12 +50,9 @@ def recover() -> dict[str, int]:
 
 def enforce_timeouts(now) -> int:
     """Steps still running past their deadline (a lost callback, a stuck worker) end as timed out."""
-    from forge.runs.completion import Completion, Outcome, complete_step
-    from forge.runs.tasks import enqueue_advance
-
     late = (StepResult.objects.filter(status=StepStatus.RUNNING, deadline_at__lt=now - timedelta(seconds=TIMEOUT_GRACE_S),
                                       run__status=RunStatus.RUNNING)
-            .exclude(lease_owner=INBOX).values_list("run_id", "step", "attempt", "iteration", "fence", "dispatch")[:BATCH])
+            .exclude(lease_owner=Owner.INBOX).values_list("run_id", "step", "attempt", "iteration", "fence", "dispatch")[:BATCH])
     count = 0
     for run_id, step, attempt, iteration, fence, dispatch in late:
         seconds = (dispatch or {}).get("timeout_s", 0)
@@ -63,14 +60,12 @@ def enforce_timeouts(now) -> int:
         if complete_step(Completion(run_id, step, attempt, iteration, result, fence=fence),
                          source="timeout_enforcer") is Outcome.ACCEPTED:
             count += 1
-            enqueue_advance(run_id)
+            queue.enqueue_advance(run_id)
     return count
 
 
 def watchdog(now) -> int:
     """Runs whose due events have waited too long lost their advance: count a restart and advance them."""
-    from forge.runs.tasks import enqueue_advance
-
     cutoff = now - timedelta(seconds=STUCK_S)
     stuck = (RunInput.objects.filter(processed_at=None, due_at__lt=cutoff,
                                      run__status__in=(RunStatus.PENDING, RunStatus.RUNNING))
@@ -89,20 +84,19 @@ def watchdog(now) -> int:
         if not counted:
             log.info("run %s: advancing its overdue events; the crash that lost them is already counted", run_id)
         count += 1
-        enqueue_advance(run_id)
+        queue.enqueue_advance(run_id)
     return count
 
 
 def reap(now) -> int:
     """Attempts whose worker stopped renewing the lease are handed to a new worker."""
-    from forge.runs.agents import enqueue_execution
-
     dead = (StepResult.objects.filter(status=StepStatus.RUNNING, lease_expires_at__lt=now,
                                       run__status=RunStatus.RUNNING)
-            .exclude(lease_owner__in=(GATEWAY, INBOX)).values_list("run_id", "step", "attempt", "fence")[:BATCH])
+            .exclude(lease_owner__in=(Owner.GATEWAY, Owner.INBOX))
+            .values_list("run_id", "step", "attempt", "fence")[:BATCH])
     count = 0
     for run_id, step, attempt, fence in dead:
-        enqueue_execution(run_id, step, attempt, fence, resume=True)
+        queue.enqueue_execution(run_id, step, attempt, fence, resume=True)
         count += 1
     return count
 
@@ -147,25 +141,13 @@ def resumed(run: Run, *, by: str, step: str = "", attempt: int | None = None, **
 
 
 def fail_crash_loop(run: Run) -> None:
-    """Past the restart limit the run fails for good (the caller holds the run's lock)."""
-    now = timezone.now()
+    """Past the restart limit the run fails for good: its next round feeds RunAborted before anything else,
+    and the interpreter ends it like any other run (the caller holds the run's lock)."""
     message = (f"the run was resumed {run.restart_count} times after crashes, more than the limit of "
                f"{settings.FORGE_MAX_RESTARTS}; it is stopped so it cannot crash the cluster again")
-    run.status, run.error, run.error_code, run.finished_at = RunStatus.FAILED, message, "crash_loop", now
-    run.wake_at = None
-    run.save(update_fields=["status", "error", "error_code", "finished_at", "wake_at"])
-    StepResult.objects.filter(run=run, status=StepStatus.RUNNING).update(
-        status=StepStatus.FAILED, error=message, error_code="crash_loop", finished_at=now, executing=False,
-        lease_expires_at=None, updated_at=now)
-    reservations.release(run.pk)
-    StepResult.objects.filter(run=run, status__in=(StepStatus.PENDING, StepStatus.WAITING)).update(
-        status=StepStatus.CANCELLED, error="the run failed (crash_loop)", error_code="run_halted", updated_at=now)
-    Approval.objects.filter(run=run, status=Approval.PENDING).update(status=Approval.EXPIRED, decided_at=now)
-    RunEvent(run=run, kind="run", data={"status": RunStatus.FAILED, "error": message, "error_code": "crash_loop"},
-             at=now).save()
-    audit("forge.run.failed", run_id=run.pk, detail={"error_code": "crash_loop", "error": message},
-          key=f"crash_loop:{run.pk}")
-    if run.parent_id:
-        from forge.runs.children import report_finished
-
-        report_finished(run)
+    now = timezone.now()
+    event = ev.RunAborted("crash_loop", message, at=now.timestamp())
+    # Due at the run's creation: fed first, before the inputs the crashes left behind.
+    store.insert([RunInput(run_id=run.pk, key=inbox.ABORT, event=event.to_json(), due_at=run.created_at,
+                           created_at=now)], ignore_conflicts=True)
+    transaction.on_commit(lambda: queue.enqueue_advance(run.pk))

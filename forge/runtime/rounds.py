@@ -10,7 +10,7 @@ unprocessed and the watchdog feeds them again.
 
 from __future__ import annotations
 
-import logging
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -18,13 +18,10 @@ from django.utils import timezone
 from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
 from engine.interpreter.machine import EventRejected
-from forge.audit.models import AuditEvent
-from forge.audit.services import audit_event
-from forge.runs import bridge, dispatching, leases, store
-from forge.runs.completion import Completion, Outcome, record_completion
 from forge.runs.models import Approval, Checkpoint, Run, RunEvent, RunInput, StepResult
-
-log = logging.getLogger(__name__)
+from forge.runtime import bridge, children, dispatch, inbox, leases, store
+from forge.runtime.completion import Completion, Outcome, record_completion
+from forge.runtime.effects import Effects
 
 BATCH = 500
 # A checkpoint costs as much as the state is large (about one row per step), so a run checkpoints every
@@ -41,7 +38,7 @@ def advance(run_id: int, completion: Completion | None = None) -> Outcome | None
     recording it is returned.
     """
     outcome = None
-    inline: list[dispatching.InlineCall] = []
+    inline: list[dispatch.InlineCall] = []
     try:
         while True:
             work, recorded = _round(run_id, [call.result_input() for call in inline], completion)
@@ -85,8 +82,8 @@ def _round(run_id: int, arrived: list[RunInput],
                 _set_wake(run)
                 return None, recorded
             work = Round(run, bridge.interpreter_of(run), timezone.now())
-            for _, key, event in inputs:
-                work.feed_input(key, event)
+            for _, _, event in inputs:
+                work.feed_input(event)
             work.flush([pk for pk, _, _ in inputs], full_batch=len(inputs) == BATCH)
             # Before the commit: its on_commit work may advance this run again in this process (django-q2's
             # sync mode), and must find the cache as this round leaves it. A failed commit forgets it below.
@@ -109,139 +106,122 @@ class Round:
         self.interpreter = interpreter
         self.workflow = interpreter.workflow
         self.now = now
-        self.at = now.timestamp()
-        self.changed: dict[str, dict] = {}
-        self.events: list[RunEvent] = []
-        self.audits: list[AuditEvent] = []
-        self.new_inputs: list[RunInput] = []
-        self.immediate: list = []
-        self.inline: list[dispatching.InlineCall] = []
-        self.after_commit: list = []
+        self.effects = Effects(run, now)
         self.approvals_before = {a["id"]: a["status"] for a in interpreter.state.approvals}
         self.timers_before = set(interpreter.state.timers)
-        self.new_approvals: list[Approval] = []
         self.fed = 0
         self.more = False
-        self.dispatcher = dispatching.Dispatcher(self)
+        self.dispatcher = dispatch.Dispatcher(self.effects, self.workflow, interpreter.state)
+
+    @property
+    def inline(self) -> list[dispatch.InlineCall]:
+        return self.effects.inline
 
     # -- feeding -----------------------------------------------------------------
 
-    def feed_input(self, key: str, event: dict) -> None:
-        self.feed(ev.event_from_json(event), key)
-        while self.immediate:
-            self.feed(self.immediate.pop(0), None)
+    def feed_input(self, event: dict) -> None:
+        self.feed(ev.event_from_json(event))
+        queued = self.effects.next_events
+        while queued:
+            self.feed(queued.pop(0))
 
-    def feed(self, event, key: str | None) -> None:
+    def feed(self, event) -> None:
+        effects = self.effects
         try:
             commands = self.interpreter.advance(event)
         except EventRejected as exc:
             step = getattr(event, "step", "") or ""
-            self.log("rejected", step, {"event": event.to_json(), "reason": str(exc)})
+            effects.log("rejected", step, {"event": event.to_json(), "reason": str(exc)})
             if isinstance(event, ev.ApprovalDecided):
-                # The decision came too late (a timeout or a halt ended the approval first): say so on the row.
-                Approval.objects.filter(run=self.run, step=step, decision=event.decision,
-                                        status__in=(Approval.APPROVED, Approval.REJECTED)).exclude(
-                    key__in=[a["id"] for a in self.interpreter.state.approvals if a["status"] != "expired"]
-                ).update(status=Approval.EXPIRED)
-                self.audit("forge.approval.decision_too_late", step=step, detail={"reason": str(exc)})
+                # A timeout or a halt ended the approval first; its row says so (written from the interpreter).
+                effects.audit("forge.approval.decision_too_late", step=step,
+                              detail={"decision": event.decision, "by": event.by, "reason": str(exc)})
             return
         self.fed += 1
-        self.log(bridge.INPUT, getattr(event, "step", "") or "", event.to_json())
+        effects.log(bridge.INPUT, getattr(event, "step", "") or "", event.to_json())
         if isinstance(event, ev.StepFinished):
             self.dispatcher.record_spend(event)
         for command in commands:
             _APPLY[type(command)](self, command)
 
-    def log(self, kind: str, step: str, data: dict) -> None:
-        self.events.append(RunEvent(run_id=self.run.pk, kind=kind, step=step, data=data, at=self.now))
-
-    def audit(self, code: str, *, step: str = "", attempt: int | None = None, target: str = "",
-              detail: dict | None = None) -> None:
-        self.audits.append(audit_event(code, run_id=self.run.pk, step=step, attempt=attempt, target=target,
-                                       detail=detail, at=self.now))
-
-    def add_input(self, key: str, event, due_at=None) -> None:
-        self.new_inputs.append(RunInput(run_id=self.run.pk, key=key, event=event.to_json(), due_at=due_at or self.now,
-                                        created_at=self.now))
-
-    def step_fields(self, step: str) -> dict:
-        return self.changed.setdefault(step, {})
-
     # -- commands -----------------------------------------------------------------------
 
     def _step_changed(self, command: cmd.StepChanged) -> None:
-        self.step_fields(command.step)
+        self.effects.touch_step(command.step)
         data = command.to_json()
         del data["type"], data["step"]
-        self.log("step", command.step, data)
+        self.effects.log("step", command.step, data)
 
     def _request_approval(self, command: cmd.RequestApproval) -> None:
+        effects = self.effects
         attempt = self.interpreter.state.steps[command.step].attempt
-        self.new_approvals.append(Approval(
+        effects.request_approval(Approval(
             run=self.run, key=command.approval, step=command.step, attempt=attempt, kind=command.kind,
             options=list(command.options), message=command.message, approvers=list(command.approvers),
             requested_at=self.now))
-        self.log("approval", command.step, {"approval": command.approval, "kind": command.kind,
-                                            "status": Approval.PENDING, "options": list(command.options),
-                                            "message": command.message})
-        self.audit("forge.approval.requested", step=command.step, attempt=attempt,
-                   detail={"kind": command.kind, "message": command.message})
+        effects.log("approval", command.step, {"approval": command.approval, "kind": command.kind,
+                                               "status": Approval.PENDING, "options": list(command.options),
+                                               "message": command.message})
+        effects.audit("forge.approval.requested", step=command.step, attempt=attempt,
+                      detail={"kind": command.kind, "message": command.message})
 
     def _schedule_timer(self, command: cmd.ScheduleTimer) -> None:
-        self.add_input(f"timer:{command.timer}", ev.TimerFired(command.timer, at=command.fire_at),
-                       due_at=bridge.to_datetime(command.fire_at))
+        due_at = bridge.to_datetime(command.fire_at)
+        self.effects.add_input(inbox.timer(command.timer), ev.TimerFired(command.timer, at=command.fire_at),
+                               due_at=due_at)
+        if command.purpose == "approval_timeout":
+            for approval in self.effects.approvals:  # requested just before, in the same advance
+                if approval.step == command.step:
+                    approval.expires_at = due_at
 
     def _cancel_step(self, command: cmd.CancelStep) -> None:
-        # A new fence makes the attempt's worker stop at its next heartbeat and its late result stale.
-        self.step_fields(command.step).update(fence=self.dispatcher.next_fence(), executing=False,
-                                              lease_expires_at=None, lease_owner="")
-        self.inline = [call for call in self.inline if call.step != command.step]
+        effects = self.effects
+        effects.set_step(command.step, **leases.revoked(effects.next_fence()))
+        effects.drop_inline(command.step)
         self.dispatcher.release(command)
-        self.audit("forge.step.cancelled", step=command.step, attempt=command.attempt,
-                   detail={"reason": command.reason})
+        effects.audit("forge.step.cancelled", step=command.step, attempt=command.attempt,
+                      detail={"reason": command.reason})
 
     def _finish_run(self, command: cmd.FinishRun) -> None:
-        run = self.run
+        run, effects = self.run, self.effects
         run.status, run.error, run.error_code = command.status, command.error, command.error_code
         run.finished_at = self.now
-        self.log("run", "", {"status": command.status, "error": command.error, "error_code": command.error_code})
-        self.audit(f"forge.run.{command.status}", detail={"error": command.error, "error_code": command.error_code})
+        effects.log("run", "", {"status": command.status, "error": command.error, "error_code": command.error_code})
+        effects.audit(f"forge.run.{command.status}",
+                      detail={"error": command.error, "error_code": command.error_code})
         if run.parent_id is not None:
-            from forge.runs import children
-            children.report_to_parent(self, run)
+            children.report_to_parent(effects, self.interpreter.state.variables)
 
     def _start_child(self, command: cmd.StartChild) -> None:
-        from forge.runs import children
-        children.start_child(self, command)
+        children.start_child(self.effects, command)
 
     def _cancel_child(self, command: cmd.CancelChild) -> None:
-        from forge.runs import children
-        children.cancel_child(self, command)
+        children.cancel_child(self.effects, command)
 
     # -- writing ----------------------------------------------------------------------
 
     def flush(self, processed: list[int], *, full_batch: bool) -> None:
         """Write the round; everything but approvals goes as one batch of statements."""
-        run, state = self.run, self.interpreter.state
+        run, state, effects = self.run, self.interpreter.state, self.effects
         self._write_approvals(state)
         # A timer the interpreter no longer wants would only be ignored when it fires; retire it with the
         # inputs fed, so the run neither wakes for it nor looks busy.
-        dropped = [f"timer:{t}" for t in self.timers_before - set(state.timers)]
+        dropped = [inbox.timer(t) for t in self.timers_before - set(state.timers)]
         writes = store.retiring_inputs(run.pk, processed, dropped, self.now)
-        self.new_inputs = [item for item in self.new_inputs
-                           if not item.key.startswith("timer:") or item.key[6:] in state.timers]
-        writes += store.inserting(self.new_inputs, ignore_conflicts=True)
-        writes += [self._step_write(state, step, extra) for step, extra in self.changed.items()]
+        new_inputs = [item for item in effects.inputs
+                      if (timer := inbox.timer_of(item.key)) is None or timer in state.timers]
+        writes += store.inserting(new_inputs, ignore_conflicts=True)
+        writes += [self._step_write(state, step, extra) for step, extra in effects.step_fields.items()]
         if run.started_at is None and state.started_at is not None:
             run.started_at = bridge.to_datetime(state.started_at)
-            self.audit("forge.run.running")
-        writes += store.inserting(self.events) + store.inserting(self.audits)
+            effects.audit("forge.run.running")
+        writes += store.inserting(effects.events) + store.inserting(effects.audits)
         if not run.finished:
             run.status = state.status
         run.inputs_fed += self.fed
         run.progressed_at = self.now
         # This worker goes on at once when an input is already due; otherwise the clock wakes the run.
-        self.more = full_batch or any(item.due_at <= self.now for item in self.new_inputs)
+        self.more = full_batch or any(item.due_at <= self.now for item in new_inputs)
         values = {name: getattr(run, name) for name in ("status", "error", "error_code", "started_at", "finished_at",
                                                         "inputs_fed", "progressed_at", "fences")}
         computed = None
@@ -252,7 +232,7 @@ class Round:
         writes.append(store.updating(Run, values, computed=computed, id=run.pk))
         store.execute(writes)
         self._checkpoint()
-        for callback in self.after_commit:
+        for callback in effects.after_commit:
             transaction.on_commit(callback)
 
     def _step_write(self, state, step: str, extra: dict) -> store.Statement:
@@ -261,21 +241,30 @@ class Round:
                       outputs=st.outputs, stdout=st.stdout or "", error=st.error, error_code=st.error_code,
                       tokens=st.tokens, cost=st.cost, started_at=bridge.to_datetime(st.started_at),
                       finished_at=bridge.to_datetime(st.finished_at), updated_at=self.now)
-        if st.status != "running" and "fence" not in extra:
-            fields.update(executing=False, lease_expires_at=None, lease_owner="")
+        if st.status != "running":
+            fields.update(leases.ENDED)
         fields.update(extra)
         return store.updating(StepResult, fields, run_id=self.run.pk, step=step)
 
     def _write_approvals(self, state) -> None:
-        if self.new_approvals:
-            Approval.objects.bulk_create(self.new_approvals, ignore_conflicts=True)
-        for approval in state.approvals:
-            before = self.approvals_before.get(approval["id"], Approval.PENDING)
-            if approval["status"] != before and approval["status"] != Approval.PENDING:
-                Approval.objects.filter(run=self.run, key=approval["id"], status=Approval.PENDING).update(
-                    status=approval["status"], decided_at=self.now)
-                self.log("approval", approval["step"], {"approval": approval["id"], "status": approval["status"],
-                                                        "decision": approval.get("decision")})
+        """Approval rows follow the interpreter's records: this is the only writer of their status."""
+        if self.effects.approvals:
+            Approval.objects.bulk_create(self.effects.approvals, ignore_conflicts=True)
+        ended = [a for a in state.approvals
+                 if a["status"] != Approval.PENDING and self.approvals_before.get(a["id"]) != a["status"]]
+        if not ended:
+            return
+        names = {a["by"] for a in ended if a.get("by")}
+        users = dict(get_user_model().objects.filter(username__in=names).values_list("username", "pk")) if names \
+            else {}
+        for record in ended:
+            decided_at = bridge.to_datetime(record.get("decided_at")) or self.now
+            Approval.objects.filter(run=self.run, key=record["id"]).update(
+                status=record["status"], decision=record.get("decision"), comment=record.get("comment") or "",
+                decided_at=decided_at, decided_by_id=users.get(record.get("by")))
+            self.effects.log("approval", record["step"], {"approval": record["id"], "status": record["status"],
+                                                          "decision": record.get("decision"),
+                                                          "by": record.get("by")})
 
     def _checkpoint(self) -> None:
         run = self.run
@@ -302,4 +291,3 @@ _APPLY = {
     cmd.StartChild: Round._start_child,
     cmd.CancelChild: Round._cancel_child,
 }
-

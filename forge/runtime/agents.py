@@ -93,9 +93,3 @@ def execute(agent, request: StepRequest, cancel: threading.Event) -> StepResult:
     except Exception as exc:  # noqa: BLE001 - any executor fault is the step's failure
         return StepResult.failure(f"the {agent.provider} agent failed: {type(exc).__name__}: {exc}"[:500])
 
-
-def enqueue_execution(run_id: int, step: str, attempt: int, fence: int, *, resume: bool = False) -> None:
-    from forge.runs.tasks import enqueue
-
-    enqueue("forge.runs.tasks.execute_step", run_id, step, attempt, fence, resume,
-            task_name=f"run {run_id} {step}#{attempt}")

@@ -11,10 +11,9 @@ from django.utils import timezone
 from engine.executors import StepResult as Result
 from engine.interpreter.state import StepStatus
 from forge.audit.services import audit
-from forge.runs import store
-from forge.runs.dispatching import completion_key, record_spend
-from forge.runs.models import Run, RunInput, StepResult
-from forge.runs.recovery import INBOX
+from forge.governance import reservations
+from forge.runs.models import Run, RunInput
+from forge.runtime import inbox, leases, store
 
 
 class Outcome(enum.Enum):
@@ -40,23 +39,23 @@ def complete_step(completion: Completion, *, source: str = "worker") -> Outcome:
         run = store.lock_run(completion.run_id)
         outcome = record_completion(run, completion, source=source)
         if outcome is Outcome.ACCEPTED:
-            StepResult.objects.filter(run=run, step=completion.step).update(
-                executing=False, lease_expires_at=None, lease_owner=INBOX)
+            leases.result_recorded(run.pk, completion.step)
     return outcome
 
 
 def record_completion(run: Run, completion: Completion, *, source: str = "worker") -> Outcome:
     """Record one result in the run's inbox, or say why not (the caller holds the run's lock)."""
     c = completion
-    key = completion_key(c.step, c.attempt, c.iteration)
+    key = inbox.completion(c.step, c.attempt, c.iteration)
     row = store.step_row(run.pk, c.step, "status", "attempt", "iteration", "fence", "agent")
     if row is None:
         raise LookupError(f"run {run.pk} has no step {c.step!r}")
     now = timezone.now()
 
     def spend() -> None:  # what the agent spent counts even when its result is not wanted
-        record_spend(run_id=run.pk, workflow=run.workflow.name, agent=row["agent"], step=c.step, attempt=c.attempt,
-                     iteration=c.iteration, tokens=c.result.tokens, cost=c.result.cost, at=now)
+        reservations.settle(run_id=run.pk, workflow=run.workflow.name, agent=row["agent"], step=c.step,
+                            attempt=c.attempt, iteration=c.iteration, tokens=c.result.tokens, cost=c.result.cost,
+                            at=now)
 
     if store.input_exists(run.pk, key):
         spend()

@@ -1,5 +1,9 @@
 """Who holds a step attempt, and the thread that keeps its lease alive while it runs.
 
+This module owns the attempt's lease (StepResult `fence`, `lease_owner`,
+`lease_expires_at`, `executing`): every transition of it is a function
+here, so what a state means is written once.
+
 A lease owner names one worker process: host, pid and a nonce made in that
 process the first time it asks. django-q2 forks its workers after Forge is
 imported, so a name made at import would be the parent's, the same for
@@ -14,6 +18,7 @@ cancel, timeout, takeover) or ended.
 
 from __future__ import annotations
 
+import enum
 import functools
 import logging
 import operator
@@ -31,10 +36,63 @@ from django.utils import timezone
 
 from engine.interpreter.state import StepStatus
 from forge.runs.models import StepResult
+from forge.runtime import store
 
 log = logging.getLogger(__name__)
 
 _CHUNK = 100  # leases renewed per statement
+
+
+class Owner(enum.StrEnum):
+    """`lease_owner`: who holds an attempt. Any other value names the worker process executing it."""
+
+    NOBODY = ""         # not running, or handed to the queue and not claimed yet
+    INBOX = "inbox"     # its result waits in the run's inbox
+    GATEWAY = "gateway" # a gateway accepted it (202) and will call back
+
+
+# -- transitions written by a round (fields for its batched step write) --------------------------------
+
+def queued(fence: int, now) -> dict:
+    """Handed to the queue: a worker must claim it before the lease runs out, or the reaper sends it again."""
+    return {"fence": fence, "executing": False, "lease_owner": Owner.NOBODY, "lease_expires_at": lease_until(now)}
+
+
+def inline(fence: int, now) -> dict:
+    """Run by the advancing worker itself right after the round commits (see rounds.advance)."""
+    return {"fence": fence, "executing": True, "lease_owner": worker(), "lease_expires_at": lease_until(now)}
+
+
+def in_inbox(fence: int) -> dict:
+    """Its result is known already (the mock agent) and waits in the inbox: nobody must run it."""
+    return {"fence": fence, "executing": False, "lease_owner": Owner.INBOX, "lease_expires_at": None}
+
+
+def revoked(fence: int) -> dict:
+    """Cancelled or timed out: a new fence stops its worker at the next renewal and makes its result stale."""
+    return {"fence": fence, "executing": False, "lease_owner": Owner.NOBODY, "lease_expires_at": None}
+
+
+ENDED = {"executing": False, "lease_owner": Owner.NOBODY, "lease_expires_at": None}  # the step is not running
+
+
+# -- transitions outside a round --------------------------------------------------------------------
+
+def claim(row_id: int, fence: int, now) -> None:
+    """This worker executes the attempt (the caller holds the run's lock and checked it may)."""
+    store.update(StepResult, {"executing": True, "lease_owner": worker(), "fence": fence,
+                              "lease_expires_at": lease_until(now)}, id=row_id)
+
+
+def deferred(row_id: int, fence: int) -> None:
+    """A gateway took the attempt and will call back; the timeout enforcer watches its deadline."""
+    StepResult.objects.filter(pk=row_id, fence=fence).update(executing=False, lease_owner=Owner.GATEWAY)
+
+
+def result_recorded(run_id: int, step: str) -> None:
+    """The attempt's result is in the inbox (the caller holds the run's lock): nobody runs it again."""
+    StepResult.objects.filter(run_id=run_id, step=step).update(executing=False, lease_expires_at=None,
+                                                               lease_owner=Owner.INBOX)
 
 
 _name: tuple[int, str] | None = None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
@@ -13,21 +12,14 @@ from engine.executors import mock as mock_agent
 from engine.governance import evaluate
 from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
-from engine.interpreter.state import StepStatus
+from engine.interpreter.state import RunState, StepStatus
+from engine.workflow import Workflow
 from forge.governance import reservations
 from forge.governance.context import ALLOWED, GovernanceView
-from forge.runs import agents, bridge, leases
 from forge.runs.models import RunInput
 from forge.runs.models import StepResult as StepRow
-from forge.runs.recovery import INBOX
-
-if TYPE_CHECKING:
-    from forge.runs.runtime import Round
-
-
-def completion_key(step: str, attempt: int, iteration: int) -> str:
-    """One completion per step attempt (and loop iteration): the idempotency key of its input."""
-    return f"done:{step}:{attempt}:{iteration}"
+from forge.runtime import agents, bridge, inbox, leases, queue
+from forge.runtime.effects import Effects
 
 
 def request_of(run_id: int, dispatch: dict, spec, workdir: str | None) -> StepRequest:
@@ -37,7 +29,7 @@ def request_of(run_id: int, dispatch: dict, spec, workdir: str | None) -> StepRe
 @dataclass
 class InlineCall:
     """A fast step run by the advancing worker right after its round commits (a python callable). The worker
-    holds its lease until the round that feeds its result (`runtime.advance`), however long it runs."""
+    holds its lease until the round that feeds its result (`rounds.advance`), however long it runs."""
 
     run_id: int
     step: str
@@ -57,28 +49,27 @@ class InlineCall:
 
     def result_input(self) -> RunInput:
         event = self.result.event(self.request, timezone.now().timestamp())
-        return RunInput(key=completion_key(self.step, self.attempt, self.iteration), event=event.to_json())
+        return RunInput(key=inbox.completion(self.step, self.attempt, self.iteration), event=event.to_json())
 
 
 class Dispatcher:
     """Governs and starts the dispatches of one round."""
 
-    def __init__(self, round_: Round):
-        self.round = round_
-        self.view = GovernanceView(round_.now)
+    def __init__(self, effects: Effects, workflow: Workflow, state: RunState):
+        self.effects = effects
+        self.workflow = workflow
+        self.state = state
+        self.view = GovernanceView(effects.now)
         self._running_rows: dict[str, list[tuple]] = {}
 
-    def next_fence(self) -> int:
-        self.round.run.fences += 1
-        return self.round.run.fences
-
     def dispatch(self, command: cmd.Dispatch) -> None:
-        r = self.round
-        spec = r.workflow.by_id[command.step].model
-        view, workflow = self.view, r.workflow.name
+        r = self.effects
+        spec = self.workflow.by_id[command.step].model
+        view, workflow = self.view, self.workflow.name
         if view.limited(workflow, command.agent):
             # Every limit the run's steps can meet is locked at once, before anything is counted.
-            view.open_ledger(workflow, {command.agent, *(s.model.agent for s in r.workflow.steps if s.model.agent)})
+            view.open_ledger(workflow, {command.agent, *(s.model.agent for s in self.workflow.steps
+                                                         if s.model.agent)})
         estimated = reservations.projected_cost(view.agent(command.agent), spec)
         ctx = view.context(run=r.run, workflow=workflow, dispatch=command, capabilities=tuple(spec.capabilities),
                            running=self._running(command.agent), estimated_cost=estimated)
@@ -89,13 +80,13 @@ class Dispatcher:
         if decision.outcome == "block":
             r.audit("forge.governance.blocked", step=command.step, attempt=command.attempt, target=target,
                     detail=detail)
-            r.immediate.append(ev.DispatchBlocked(command.step, command.attempt, decision.gate, decision.code,
+            r.feed_next(ev.DispatchBlocked(command.step, command.attempt, decision.gate, decision.code,
                                                   decision.retryable, decision.message, at=r.at))
             return
         if decision.outcome == "hold":
             r.audit("forge.governance.held", step=command.step, attempt=command.attempt, target=target,
                     detail=detail)
-            r.immediate.append(ev.DispatchHeld(command.step, command.attempt, decision.gate, decision.message,
+            r.feed_next(ev.DispatchHeld(command.step, command.attempt, decision.gate, decision.message,
                                                at=r.at))
             return
         # the iteration makes this row the record a gateway's callback is checked against (forge/api/callbacks.py)
@@ -117,7 +108,7 @@ class Dispatcher:
         if rows is None:  # read once a round, after the ledger locked the agent: no other round adds one
             rows = self._running_rows[name] = list(StepRow.objects.filter(
                 agent=name, status=StepStatus.RUNNING).values_list("run_id", "step", "attempt", "iteration"))
-        run_id, steps = self.round.run.pk, self.round.interpreter.state.steps
+        run_id, steps = self.effects.run.pk, self.state.steps
         count = 0
         for row_run, step, attempt, iteration in rows:
             if row_run != run_id:
@@ -128,27 +119,27 @@ class Dispatcher:
         return count + self.view.running[name]
 
     def _start(self, command: cmd.Dispatch, spec, agent) -> None:
-        r = self.round
-        fence = self.next_fence()
+        r = self.effects
+        fence = r.next_fence()
         payload = command.to_json()
-        deadline = r.now + timedelta(seconds=command.timeout_s)
-        r.step_fields(command.step).update(fence=fence, agent=agent.name, dispatch=payload, executing=False,
-                                           lease_owner="", lease_expires_at=leases.lease_until(r.now),
-                                           deadline_at=deadline)
+        r.set_step(command.step, agent=agent.name, dispatch=payload,
+                   deadline_at=r.now + timedelta(seconds=command.timeout_s))
         request = request_of(r.run.pk, payload, spec, None)
-        key = completion_key(command.step, command.attempt, command.iteration)
         if agent.provider == "mock":
-            self._mock(request, key)
+            r.set_step(command.step, **leases.in_inbox(fence))
+            self._mock(request, inbox.completion(command.step, command.attempt, command.iteration))
         elif agent.provider == "python" and agents.inline(agent):
-            r.step_fields(command.step).update(executing=True, lease_owner=leases.worker())
-            r.inline.append(InlineCall(r.run.pk, command.step, command.attempt, command.iteration, request, agent,
-                                       fence))
+            r.set_step(command.step, **leases.inline(fence, r.now))
+            r.run_inline(InlineCall(r.run.pk, command.step, command.attempt, command.iteration, request, agent,
+                                    fence))
         else:
-            r.after_commit.append(lambda: agents.enqueue_execution(r.run.pk, command.step, command.attempt, fence))
+            r.set_step(command.step, **leases.queued(fence, r.now))
+            run_id = r.run.pk
+            r.on_commit(lambda: queue.enqueue_execution(run_id, command.step, command.attempt, fence))
 
     def _mock(self, request: StepRequest, key: str) -> None:
         """The mock agent's result is known now; a delay or a timeout only decides when it is fed."""
-        r = self.round
+        r = self.effects
         outcome = mock_agent.plan(request)
         if outcome.result is None or outcome.delay_s > request.timeout_s:
             result = StepResult.failure(f"timed out after {request.timeout_s:g} s", "timeout")
@@ -157,27 +148,20 @@ class Dispatcher:
             result, delay = outcome.result, outcome.delay_s
         due = r.at + delay
         r.add_input(key, result.event(request, due), due_at=bridge.to_datetime(due) if delay else r.now)
-        r.step_fields(request.step).update(lease_owner=INBOX, lease_expires_at=None)
 
     def record_spend(self, event: ev.StepFinished) -> None:
         """Tokens and cost of a result fed this round (a result that is never fed records its own); a budgeted
         call's reservation ends with it even when it cost nothing."""
-        r = self.round
-        agent = r.workflow.by_id[event.step].model.agent or ""
+        r = self.effects
+        agent = self.workflow.by_id[event.step].model.agent or ""
         if event.tokens > 0 or event.cost > 0:
-            record_spend(run_id=r.run.pk, workflow=r.workflow.name, agent=agent, step=event.step,
-                         attempt=event.attempt, iteration=event.iteration, tokens=event.tokens, cost=event.cost,
-                         at=r.now)
-        elif self.view.budgeted(r.workflow.name, agent):
+            reservations.settle(run_id=r.run.pk, workflow=self.workflow.name, agent=agent, step=event.step,
+                                attempt=event.attempt, iteration=event.iteration, tokens=event.tokens,
+                                cost=event.cost, at=r.now)
+        elif self.view.budgeted(self.workflow.name, agent):
             reservations.release(r.run.pk, event.step, event.attempt, event.iteration)
 
     def release(self, command: cmd.CancelStep) -> None:
         """A cancelled or timed-out attempt stops holding budgets (a result that still arrives settles it)."""
-        reservations.release(self.round.run.pk, command.step, command.attempt)
+        reservations.release(self.effects.run.pk, command.step, command.attempt)
 
-
-def record_spend(*, run_id: int, workflow: str, agent: str, step: str, attempt: int, iteration: int,
-                 tokens: int, cost: float, at) -> None:
-    """One TokenEvent per call of an agent, however often its result is reported (reservations.settle)."""
-    reservations.settle(run_id=run_id, workflow=workflow, agent=agent, step=step, attempt=attempt,
-                        iteration=iteration, tokens=tokens, cost=cost, at=at)

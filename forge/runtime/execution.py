@@ -22,11 +22,11 @@ from engine.executors import StepRequest
 from engine.interpreter.state import StepStatus
 from forge.audit.services import audit
 from forge.governance.context import configuration
-from forge.runs import agents, bridge, leases, recovery, store
-from forge.runs.completion import Completion
-from forge.runs.dispatching import completion_key, request_of
-from forge.runs.models import Run, StepResult
-from forge.runs.runtime import advance
+from forge.runs.models import Run
+from forge.runtime import agents, bridge, inbox, leases, recovery, store
+from forge.runtime.completion import Completion
+from forge.runtime.dispatch import request_of
+from forge.runtime.rounds import advance
 
 
 @dataclass
@@ -57,7 +57,7 @@ def claim_attempt(run_id: int, step: str, attempt: int, fence: int, *, resume: b
         if run.finished or row is None or row["status"] != StepStatus.RUNNING or row["attempt"] != attempt \
                 or row["fence"] != fence:
             return None
-        if store.input_exists(run_id, completion_key(step, attempt, row["iteration"])):
+        if store.input_exists(run_id, inbox.completion(step, attempt, row["iteration"])):
             return None  # its result is recorded and waits to be fed: running it again would repeat it
         alive = row["lease_expires_at"] is not None and row["lease_expires_at"] > now
         if (row["executing"] or resume) and alive:
@@ -66,8 +66,7 @@ def claim_attempt(run_id: int, step: str, attempt: int, fence: int, *, resume: b
             if not _take_over(run, row, step, attempt, resume):
                 return None
             fence = run.fences
-        store.update(StepResult, {"executing": True, "lease_owner": leases.worker(), "fence": fence,
-                                  "lease_expires_at": leases.lease_until(now)}, id=row["id"])
+        leases.claim(row["id"], fence, now)
         agent = configuration().agents.get(row["agent"])
         spec = bridge.workflow_of(run).by_id[step].model
     request = request_of(run_id, row["dispatch"], spec, workdir(run_id))
@@ -104,8 +103,7 @@ def execute_step(run_id: int, step: str, attempt: int, fence: int, resume: bool 
         leases.release([lease])
     if result.deferred:
         # A gateway took it and will call back; the attempt is held until its deadline.
-        StepResult.objects.filter(pk=claim.row_id, fence=claim.fence).update(
-            executing=False, lease_owner=recovery.GATEWAY)
+        leases.deferred(claim.row_id, claim.fence)
         return "deferred"
     outcome = advance(run_id, Completion(run_id, step, attempt, claim.iteration, result, fence=claim.fence))
     return outcome.value

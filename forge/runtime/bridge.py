@@ -89,6 +89,20 @@ def _restore(run: Run) -> Interpreter:
     return interpreter
 
 
+def replica(run: Run) -> Interpreter:
+    """A copy of the run's interpreter rebuilt from its checkpoint and log, for read paths: the cached live
+    one belongs to the round that holds the run's lock."""
+    tries = 3
+    while True:
+        run.refresh_from_db(fields=["inputs_fed"])
+        try:
+            return _restore(run)
+        except RuntimeError:  # rounds committed meanwhile and pruned the checkpoint read: read again
+            tries -= 1
+            if not tries:
+                raise
+
+
 def remember(run: Run, interpreter: Interpreter) -> None:
     with _LOCK:
         _INTERPRETERS[run.pk] = (run.inputs_fed, interpreter)

@@ -17,8 +17,11 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 from django_q.brokers.orm import ORM
-from django_q.conf import Conf
 from django_q.brokers.redis_broker import Redis
+from django_q.conf import Conf
+
+from forge.runs.models import Run
+from forge.runtime import queue
 
 log = logging.getLogger(__name__)
 WAKE_BATCH = 100
@@ -30,8 +33,6 @@ class Clock:
         self.last_recovery = time.monotonic()
 
     def tick(self, broker) -> None:
-        from forge.runs.tasks import enqueue
-
         now = time.monotonic()
         if now - self.last_tick < settings.FORGE_TICK_S:
             return
@@ -40,21 +41,18 @@ class Clock:
             wake_due_runs(broker)
             if now - self.last_recovery >= settings.FORGE_RECOVERY_S:
                 self.last_recovery = now
-                enqueue("forge.runs.tasks.recover", task_name="recover", broker=broker)
+                queue.enqueue(queue.RECOVER, task_name="recover", broker=broker)
         except Exception:  # noqa: BLE001 - the clock must keep going; the next tick retries
             log.exception("waking due runs failed")
             close_old_connections()
 
 
 def wake_due_runs(broker) -> int:
-    from forge.runs.models import Run
-    from forge.runs.tasks import enqueue_advance
-
     now = timezone.now()
     woken = 0
     for run_id in Run.objects.filter(wake_at__lte=now).values_list("pk", flat=True)[:WAKE_BATCH]:
         if Run.objects.filter(pk=run_id, wake_at__lte=now).update(wake_at=None):
-            enqueue_advance(run_id, broker=broker)
+            queue.enqueue_advance(run_id, broker=broker)
             woken += 1
     return woken
 

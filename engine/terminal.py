@@ -1,0 +1,43 @@
+"""What the command lines share: exit codes, KEY=VALUE arguments, and how problems and runs are printed.
+
+The local runner's CLI (`python -m engine`) and the cluster's (`forge`) print the same lines and exit the
+same way; this module holds that without the local runner.
+"""
+
+from __future__ import annotations
+
+from engine.validation import Report
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """A bad command-line argument (exit 2)."""
+
+
+def pairs(items: list[str], flag: str) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{flag} {item!r}: expected KEY=VALUE")
+        pairs[key] = value
+    return pairs
+
+
+def print_problems(path: str, report_: Report, write=print) -> None:
+    """One line per problem and warning, as `FILE:LINE:COLUMN: error CODE [STEP]: message`."""
+    for kind, items in (("error", report_.problems), ("warning", report_.warnings)):
+        for p in items:
+            where = f"{path}:{p.line}:{p.column}" if p.line else path
+            step = f" [{p.step}]" if p.step else ""
+            write(f"{where}: {kind} {p.code}{step}: {p.message}")
+
+
+def print_run(result: dict, write=print, name: str = "run") -> None:
+    """One line per step, then the run's status (the run JSON of spec section 12, for people)."""
+    width = max((len(s) for s in result["steps"]), default=4)
+    for step_id, step in result["steps"].items():
+        extra = f"  {step['error_code']}: {step['error']}" if step["error"] else ""
+        write(f"{step_id:<{width}}  {step['status']:<10} attempts={step['attempts']}{extra}")
+    write(f"{name} {result['status']}" + (f": {result['error']}" if result["error"] else ""))
