@@ -24,7 +24,7 @@ from engine.report import report
 from engine.runner import DecisionMismatch, LocalRunner, log_command
 from engine.validation import Report, load_workflow, validate_source
 from engine.terminal import (
-    EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run,
+    EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run, print_validation,
 )
 from engine.yamlload import YamlLoadError, load
 
@@ -107,9 +107,7 @@ def cmd_validate(args) -> int:
     if args.json:
         _print_json(report_.to_json())
     else:
-        print_problems(args.file, report_)
-        if report_.valid:
-            print(f"{args.file}: valid ({len(report_.workflow.steps)} steps)")
+        print_validation(args.file, report_)
     return code
 
 

@@ -34,6 +34,13 @@ def print_problems(path: str, report_: Report, write=print) -> None:
             write(f"{where}: {kind} {p.code}{step}: {p.message}")
 
 
+def print_validation(path: str, report_: Report, write=print) -> None:
+    """What `validate` prints: every problem and warning, then `FILE: valid (N steps)` when there is no problem."""
+    print_problems(path, report_, write)
+    if report_.valid:
+        write(f"{path}: valid ({len(report_.workflow.steps)} steps)")
+
+
 def print_run(result: dict, write=print, name: str = "run") -> None:
     """One line per step, then the run's status (the run JSON of spec section 12, for people)."""
     width = max((len(s) for s in result["steps"]), default=4)

@@ -6,7 +6,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 
 from engine.problems import Problem
-from engine.validation import validate_source
+from engine.validation import Report, validate_source
 from forge.accounts.roles import can
 from forge.audit.services import audit
 from forge.governance.models import Agent
@@ -36,6 +36,13 @@ def shell_agents() -> tuple[str, ...]:
     return tuple(Agent.objects.filter(provider="shell").order_by("name").values_list("name", flat=True)) or ("shell",)
 
 
+def workflow_validate(*, source: str) -> Report:
+    """Every problem saving `source` would refuse it for, with this installation's step library and shell agents."""
+    if len(source.encode("utf-8")) > MAX_SOURCE_BYTES:
+        return Report(problems=[Problem("too_large", "the document is larger than 1 MiB")])
+    return validate_source(source, library=step_library() or None, shell_agents=shell_agents())
+
+
 def workflow_version_save(*, user, source: str, description: str = "") -> WorkflowVersion:
     """Validate `source` and store it as the next version of the workflow it names.
 
@@ -43,10 +50,7 @@ def workflow_version_save(*, user, source: str, description: str = "") -> Workfl
     """
     if user is not None and not can(user, "workflow.edit"):
         raise PermissionDenied("you may not edit workflows")
-    if len(source.encode("utf-8")) > MAX_SOURCE_BYTES:
-        raise WorkflowRejected([Problem("too_large", "the document is larger than 1 MiB")])
-    library = step_library()
-    report = validate_source(source, library=library or None, shell_agents=shell_agents())
+    report = workflow_validate(source=source)
     if not report.valid:
         raise WorkflowRejected(report.problems)
     document = report.workflow.document

@@ -18,14 +18,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from engine.interpreter import DECISIONS
 from engine.terminal import (
-    EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run,
+    EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run, print_validation,
 )
+from engine.problems import Problem
 from engine.validation import Report, validate_source
 from forge.runs import services
 from forge.runs.models import Approval, Run
 from forge.runs.selectors import approvals_for_user, is_paused, run_report
 from forge.workflows.models import Workflow
-from forge.workflows.services import WorkflowRejected, workflow_version_save
+from forge.workflows.services import WorkflowRejected, workflow_validate, workflow_version_save
 
 
 
@@ -70,7 +71,7 @@ class Command(BaseCommand):
         restart.add_argument("run", type=int)
         restart.add_argument("--from", dest="step", required=True)
         restart.add_argument("--json", action="store_true")
-        validate = sub.add_parser("validate", help="report every problem of a workflow file")
+        validate = sub.add_parser("validate", help="report every problem saving or running the file would meet")
         validate.add_argument("file")
         validate.add_argument("--json", action="store_true")
         workflows = sub.add_parser("workflows", help="saved workflows and their latest versions")
@@ -247,9 +248,19 @@ class Command(BaseCommand):
         return EXIT_OK
 
     def do_validate(self, options) -> int:
-        from engine.cli import main as engine_main
-
-        return engine_main(["validate", options["file"]] + (["--json"] if options["json"] else []))
+        """Exits like `python -m engine validate` (0 valid, 1 invalid, 2 unreadable), but judges as saving does."""
+        path = options["file"]
+        try:
+            report = workflow_validate(source=Path(path).read_text(encoding="utf-8"))
+            code = EXIT_OK if report.valid else EXIT_FAILED
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            report, code = Report(problems=[Problem("unreadable", f"cannot read {path}: {reason}")]), EXIT_INVALID
+        if options["json"]:
+            self._json(report.to_json())
+        else:
+            print_validation(path, report, self.stdout.write)
+        return code
 
     def do_workflows(self, options) -> int:
         rows = []
