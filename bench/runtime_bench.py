@@ -3,9 +3,10 @@
     .venv/bin/python bench/runtime_bench.py [--n 1000] [--backends embedded,postgres] [--shapes chain,fanout]
         [--workers 2] [--quick] [--peer prefect] [--peer dagster] [--json]
 
-For each backend a fresh deployment is made (embedded: a SQLite file and the
-ORM broker; postgres: a new database on 127.0.0.1:5432 and Redis under a queue
-name of its own), migrated, and served by one `manage.py qcluster`. Each shape
+For each backend a fresh deployment is made with tests/cluster/harness.py
+(embedded: a SQLite file and the ORM broker; postgres: a new database on
+127.0.0.1:5432 and Redis under a queue name of its own), migrated, and served
+by one `manage.py qcluster`, with the installation's default timings. Each shape
 (chain: every step depends on the previous; fanout: N independent steps) runs
 once with inline steps (`agent: mock`) and once with queued steps (a python
 agent with {"inline": false} calling forge.runs.callables.noop), through
@@ -24,19 +25,17 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-PYTHON = sys.executable
-PG_ADMIN_URL = "postgresql://127.0.0.1:5432/test"
-REDIS_URL = "redis://127.0.0.1:6379/0"
+from tests.cluster.harness import Deployment, queued_python_agent  # noqa: E402 - after ROOT is importable
+
 BACKENDS = {"embedded": "SQLite WAL + django-q2 ORM broker", "postgres": "PostgreSQL + Redis"}
+HARNESS_BACKENDS = {"embedded": "sqlite", "postgres": "postgres"}
 AGENTS = {"inline": "mock", "queued": "worker"}  # mode -> the `agent:` of every step
 TARGET_MS = {("inline", "embedded"): 3.0, ("inline", "postgres"): 3.0,
              ("queued", "embedded"): 60.0, ("queued", "postgres"): 15.0}
@@ -55,83 +54,6 @@ def workflow_yaml(name: str, shape: str, n: int, agent: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-class Deployment:
-    """A fresh database with Forge migrated into it, and one qcluster serving it (after tests/cluster/harness)."""
-
-    def __init__(self, backend: str, workdir: Path, workers: int):
-        self.backend, self.workdir = backend, workdir
-        self.name = f"forge_bench_{uuid.uuid4().hex[:10]}"
-        self.cluster: subprocess.Popen | None = None
-        self.created_db = False
-        self.env = {**os.environ, "DJANGO_SETTINGS_MODULE": "forge.settings",
-                    "FORGE_SECRET_KEY": "runtime-bench-secret-key-0123456789-abcdefghijklmnop",
-                    "FORGE_DATA_DIR": str(workdir), "FORGE_QUEUE_NAME": self.name, "FORGE_WORKERS": str(workers),
-                    "FORGE_PYTHON_CALLABLES": NOOP, "FORGE_SSL_REDIRECT": "0", "PYTHONUNBUFFERED": "1"}
-        for key in ("DATABASE_URL", "REDIS_URL", "FORGE_RUN_CONCURRENCY"):
-            self.env.pop(key, None)
-        if backend == "postgres":
-            self.env["DATABASE_URL"] = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{self.name}"
-            self.env["REDIS_URL"] = REDIS_URL
-        else:
-            self.env["FORGE_SQLITE_PATH"] = str(workdir / "forge.sqlite3")
-
-    def manage(self, *args: str, timeout: float = 600, **env: str) -> subprocess.CompletedProcess:
-        return subprocess.run([PYTHON, str(ROOT / "manage.py"), *args], cwd=ROOT, env={**self.env, **env},
-                              capture_output=True, text=True, timeout=timeout)
-
-    def query(self, code: str, timeout: float = 600):
-        """Run `code` with Django set up against this deployment; it assigns `result`, which comes back."""
-        program = "import django, json; django.setup()\n" + code + "\nprint(json.dumps(result, default=str))"
-        done = subprocess.run([PYTHON, "-c", program], cwd=ROOT, env=self.env, capture_output=True, text=True,
-                              timeout=timeout)
-        if done.returncode:
-            raise RuntimeError(done.stderr[-3000:])
-        return json.loads(done.stdout.strip().splitlines()[-1])
-
-    def start(self) -> None:
-        """Create the database, migrate, add the queued python agent, start the cluster."""
-        if self.backend == "postgres":
-            import psycopg
-
-            self.created_db = True  # set first: an interrupted CREATE is still dropped (IF EXISTS)
-            with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-                conn.execute(f'CREATE DATABASE "{self.name}"')
-        done = self.manage("migrate", "-v0")
-        if done.returncode:
-            raise RuntimeError(f"migrate failed:\n{done.stderr[-3000:]}")
-        self.query("from forge.governance.models import Agent\nAgent.objects.update_or_create(name='worker', "
-                   "defaults={'provider': 'python', 'config': {'inline': False}})\nresult = True")
-        with open(self.workdir / "qcluster.log", "w") as log:
-            self.cluster = subprocess.Popen([PYTHON, str(ROOT / "manage.py"), "qcluster"], cwd=ROOT, env=self.env,
-                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def logs(self) -> str:
-        path = self.workdir / "qcluster.log"
-        return path.read_text()[-3000:] if path.exists() else ""
-
-    def close(self) -> None:
-        """Stop the cluster's process group, then drop the database and the queue's Redis keys."""
-        if self.cluster is not None and self.cluster.poll() is None:
-            for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 30)):
-                try:
-                    os.killpg(self.cluster.pid, sig)
-                    self.cluster.wait(timeout=wait)
-                    break
-                except ProcessLookupError:
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-        if self.created_db:
-            import psycopg
-            import redis
-
-            with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-            client = redis.Redis.from_url(REDIS_URL)
-            for key in client.scan_iter(f"django_q:{self.name}:*"):
-                client.delete(key)
-
-
 RUN_FIGURES = """
 from django.db.models import Max, Min
 from forge.runs.models import Run, StepResult
@@ -148,13 +70,13 @@ def timed_run(dep: Deployment, path: Path, n: int, concurrency: int) -> dict:
     """`forge run FILE --wait` under a wall clock; then the run's own duration from its timestamps."""
     start = time.perf_counter()
     limit = 120 + 2 * n  # seconds; far beyond any target
-    done = dep.manage("forge", "run", str(path), "--wait", "--json", "--timeout", str(limit),
-                      timeout=limit + 60, FORGE_RUN_CONCURRENCY=str(concurrency))
+    done = dep.forge("run", str(path), "--wait", "--json", "--timeout", str(limit), timeout=limit + 60,
+                     env={"FORGE_RUNNER_CONCURRENCY": str(concurrency)})
     wall = time.perf_counter() - start
     found = re.search(r"run (\d+) of", done.stderr)
     if done.returncode or not found:
         raise RuntimeError(f"forge run {path.name} exited {done.returncode}:\n{done.stderr[-2000:]}\n{dep.logs()}")
-    figures = dep.query(RUN_FIGURES.format(run_id=found.group(1)))
+    figures = dep.query(RUN_FIGURES.format(run_id=found.group(1)), timeout=600)
     if figures["status"] != "completed" or figures["completed"] != n:
         raise RuntimeError(f"{path.name}: {figures}")
     return {"wall_s": round(wall, 3), "db_s": round(figures["db_s"], 3), "steps_s": round(figures["steps_s"], 3),
@@ -192,8 +114,10 @@ def bench_backend(backend: str, args) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix=f"forge-bench-{backend}-"))
     dep = None
     try:
-        dep = Deployment(backend, workdir, args.workers)
-        dep.start()
+        dep = Deployment(workdir, HARNESS_BACKENDS[backend], test_timings=False, FORGE_WORKERS=str(args.workers),
+                         FORGE_PYTHON_CALLABLES=NOOP)
+        queued_python_agent(dep)
+        dep.start_cluster()
         started = time.perf_counter()
         for mode, agent in AGENTS.items():  # the first run waits for the cluster to come up
             path = workdir / f"warmup_{mode}.yaml"
@@ -210,7 +134,7 @@ def bench_backend(backend: str, args) -> dict:
                 out["shapes"].setdefault(shape, {})[mode] = figures
                 log(f"{backend} {shape} {mode}: {figures}")
         source = workflow_yaml("bench_latency", "chain", 1, "worker")
-        out["latency"] = dep.query(LATENCY.format(source=source, runs=args.latency_runs))
+        out["latency"] = dep.query(LATENCY.format(source=source, runs=args.latency_runs), timeout=600)
         log(f"{backend} latency: {out['latency']}")
         out["load_after"] = round(os.getloadavg()[0], 2)
         return out

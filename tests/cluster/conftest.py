@@ -23,13 +23,6 @@ def deployment(request, tmp_path):
     deployed.close()
 
 
-def queued_python_agent(deployment) -> None:
-    """A python agent whose steps go through execute_step (not inline in advance)."""
-    deployment.query("from forge.governance.models import Agent\n"
-                     "Agent.objects.update_or_create(name='worker', defaults={'provider': 'python', "
-                     "'config': {'inline': False}})\nresult = True")
-
-
 def executions(deployment) -> dict[str, int]:
     """How many executions of each step reached the ledger (a killed one never does)."""
     counts: dict[str, int] = {}

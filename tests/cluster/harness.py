@@ -9,10 +9,13 @@ the deployment's database directly (milliseconds, where `query` starts a
 Python process and Django, over a second on a busy machine), `until` polls
 any condition with a deadline, and `Gates` holds steps at a barrier the test
 opens (tests/cluster/callables.py::gated).
+
+bench/runtime_bench.py deploys with it too, with `test_timings=False` (the installation's defaults).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -28,10 +31,13 @@ ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 PG_ADMIN_URL = os.environ.get("FORGE_TEST_PG_URL", "postgresql://127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("FORGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+# Short leases and recovery so tests see a crash handled in seconds; the benchmark keeps the defaults.
+TEST_TIMINGS = {"FORGE_STEP_TIMEOUT_MAX_S": "60", "FORGE_TASK_MARGIN_S": "5", "FORGE_LEASE_S": "3",
+                "FORGE_RECOVERY_S": "1", "FORGE_WORKERS": "4"}
 
 
 class Deployment:
-    def __init__(self, workdir: Path, backend: str = "sqlite", **env: str):
+    def __init__(self, workdir: Path, backend: str = "sqlite", *, test_timings: bool = True, **env: str):
         self.workdir = workdir
         self.backend = backend
         self.name = f"forge_t_{uuid.uuid4().hex[:10]}"
@@ -43,43 +49,45 @@ class Deployment:
             "FORGE_SECRET_KEY": "cluster-tests-secret-key-0123456789-abcdefghijklmnop",
             "FORGE_DATA_DIR": str(workdir),
             "FORGE_QUEUE_NAME": self.name,
-            "FORGE_STEP_TIMEOUT_MAX_S": "60",
-            "FORGE_TASK_MARGIN_S": "5",
-            "FORGE_LEASE_S": "3",
-            "FORGE_RECOVERY_S": "1",
-            "FORGE_WORKERS": "4",
+            **(TEST_TIMINGS if test_timings else {}),
             "FORGE_SSL_REDIRECT": "0",
             "PYTHONUNBUFFERED": "1",
             **env,
         }
         self.env.pop("DATABASE_URL", None)
         self.env.pop("REDIS_URL", None)
-        if backend == "postgres":
-            import psycopg
+        try:
+            if backend == "postgres":
+                import psycopg
 
-            with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-                conn.execute(f'CREATE DATABASE "{self.name}"')
-            self.env["DATABASE_URL"] = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{self.name}"
-            self.env["REDIS_URL"] = REDIS_URL
-        else:
-            self.env["FORGE_SQLITE_PATH"] = str(workdir / "forge.sqlite3")
-        self.manage("migrate", "-v0")
+                with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+                    conn.execute(f'CREATE DATABASE "{self.name}"')
+                self.env["DATABASE_URL"] = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{self.name}"
+                self.env["REDIS_URL"] = REDIS_URL
+            else:
+                self.env["FORGE_SQLITE_PATH"] = str(workdir / "forge.sqlite3")
+            self.manage("migrate", "-v0")
+        except BaseException:
+            with contextlib.suppress(Exception):  # nobody holds this deployment yet to close it; keep the cause
+                self.close()
+            raise
 
-    def manage(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
-        done = subprocess.run([PYTHON, str(ROOT / "manage.py"), *args], cwd=ROOT, env=self.env,
+    def manage(self, *args: str, check: bool = True, timeout: float = 300,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        done = subprocess.run([PYTHON, str(ROOT / "manage.py"), *args], cwd=ROOT, env={**self.env, **(env or {})},
                               capture_output=True, text=True, timeout=timeout)
         if check and done.returncode not in (0, 1, 3):
             raise AssertionError(f"manage.py {' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}")
         return done
 
-    def forge(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-        return self.manage("forge", *args, check=False, timeout=timeout)
+    def forge(self, *args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        return self.manage("forge", *args, check=False, timeout=timeout, env=env)
 
-    def query(self, code: str):
+    def query(self, code: str, timeout: float = 120):
         """Run Python with Django set up against this deployment; `code` assigns `result`, which comes back."""
         program = ("import django, json; django.setup()\n" + code + "\nprint(json.dumps(result, default=str))")
         done = subprocess.run([PYTHON, "-c", program], cwd=ROOT, env=self.env, capture_output=True, text=True,
-                              timeout=120)
+                              timeout=timeout)
         if done.returncode:
             raise AssertionError(done.stderr[-3000:])
         return json.loads(done.stdout.strip().splitlines()[-1])
@@ -137,14 +145,15 @@ class Deployment:
             time.sleep(every)
 
     def sql(self, statement: str, params: tuple = ()) -> list[tuple]:
-        """Rows of one statement (`%s` placeholders) read straight from the deployment's database; datetimes
+        """Rows of one statement (`%s` placeholders) run straight on the deployment's database; datetimes
         come back as aware UTC datetimes on both backends."""
         if self.backend == "postgres":
             if self._db is None:
                 import psycopg
 
                 self._db = psycopg.connect(self.env["DATABASE_URL"], autocommit=True)
-            return [tuple(_utc(v) for v in row) for row in self._db.execute(statement, params).fetchall()]
+            cursor = self._db.execute(statement, params)
+            return [tuple(_utc(v) for v in row) for row in cursor.fetchall()] if cursor.description else []
         with sqlite3.connect(self.env["FORGE_SQLITE_PATH"], timeout=30) as db:
             return [tuple(_utc(v) for v in row) for row in db.execute(statement.replace("%s", "?"), params)]
 
@@ -176,6 +185,13 @@ class Deployment:
 
     def logs(self) -> str:
         return "\n".join(path.read_text()[-3000:] for path in sorted(self.workdir.glob("qcluster-*.log")))
+
+
+def queued_python_agent(deployment: Deployment) -> None:
+    """A python agent `worker` whose steps go through execute_step (not inline in advance)."""
+    deployment.query("from forge.governance.models import Agent\n"
+                     "Agent.objects.update_or_create(name='worker', defaults={'provider': 'python', "
+                     "'config': {'inline': False}})\nresult = True")
 
 
 def _utc(value):

@@ -6,7 +6,8 @@ import collections
 
 import pytest
 
-from tests.cluster.conftest import executions, queued_python_agent, start_run
+from tests.cluster.conftest import executions, start_run
+from tests.cluster.harness import queued_python_agent
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ from datetime import timedelta
 
 import pytest
 
-from tests.cluster.conftest import executions, queued_python_agent, start_run
-from tests.cluster.harness import now
+from tests.cluster.conftest import executions, start_run
+from tests.cluster.harness import now, queued_python_agent
 
 pytestmark = pytest.mark.slow
 

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.cluster.conftest import CALLABLES, queued_python_agent
-from tests.cluster.harness import Deployment
+from tests.cluster.conftest import CALLABLES
+from tests.cluster.harness import Deployment, queued_python_agent
 
 pytestmark = pytest.mark.slow
 
