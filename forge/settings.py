@@ -1,4 +1,4 @@
-"""Forge's settings. Everything comes from the environment (see README, "Configuration").
+"""Forge's settings. Everything comes from the environment; every variable is in docs/configuration.md.
 
 Embedded default: SQLite in WAL mode, django-q2's ORM broker, the in-memory
 channel layer. Production: DATABASE_URL (PostgreSQL) and REDIS_URL.
@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "forge.workflows",
     "forge.governance",
     "forge.runs",
+    "forge.schedules",
     "forge.api",
 ]
 
@@ -152,11 +153,12 @@ FORGE_MAX_ARGS_BYTES = env_int("FORGE_MAX_ARGS_BYTES", 65_536, minimum=1)
 FORGE_LEASE_S = env_int("FORGE_LEASE_S", 30, minimum=2)
 FORGE_TICK_S = env_float("FORGE_TICK_S", 0.1, minimum=0.01)
 FORGE_RECOVERY_S = env_float("FORGE_RECOVERY_S", 5, minimum=0.1)
+FORGE_SCHEDULES_S = env_float("FORGE_SCHEDULES_S", 1, minimum=0.01)
 FORGE_ORM_BUSY_S = env_float("FORGE_ORM_BUSY_S", 1.0, minimum=0)
 FORGE_ORM_BUSY_POLL_S = env_float("FORGE_ORM_BUSY_POLL_S", 0.005, minimum=0.001)
 FORGE_GOVERNANCE_REFRESH_S = env_float("FORGE_GOVERNANCE_REFRESH_S", 1.0, minimum=0)
 FORGE_MAX_RESTARTS = env_int("FORGE_MAX_RESTARTS", 3, minimum=0)
-FORGE_RUNNER_CONCURRENCY = env_int("FORGE_RUN_CONCURRENCY", 8, minimum=1)
+FORGE_RUNNER_CONCURRENCY = env_int("FORGE_RUNNER_CONCURRENCY", 8, minimum=1)
 FORGE_WORKDIR = Path(env_str("FORGE_WORKDIR") or DATA_DIR / "work")
 # host:port pairs the http and openai agents may reach although they are (or resolve to) loopback, private,
 # link-local or other non-public addresses; everything public is reachable, everything else refused.

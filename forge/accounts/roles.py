@@ -17,6 +17,8 @@ ACTIONS = {
     "run.restart": (OPERATORS, ADMINS),
     "workflow.edit": (OPERATORS, ADMINS),
     "governance.edit": (ADMINS,),
+    "schedule.manage": (OPERATORS, ADMINS),
+    "killswitch.set": (ADMINS,),
 }
 
 

@@ -83,13 +83,15 @@ class Ledger:
     agents: dict[str, list[float]] = field(default_factory=dict)
 
     @classmethod
-    def open(cls, now: datetime, envelopes: Iterable[BudgetEnvelope], agents: Iterable[Agent]) -> Ledger:
+    def open(cls, now: datetime, envelopes: Iterable[BudgetEnvelope], agents: Iterable[Agent], *,
+             lock: bool = True) -> Ledger:
         """Lock the rows (in one order everywhere: envelopes, then agents, each by id, so two rounds never
         deadlock), then read their figures. SQLite needs no row lock: a round is an IMMEDIATE transaction,
-        which already holds the database's write lock for these reads."""
+        which already holds the database's write lock for these reads. `lock=False` only reads, for a check
+        that reserves nothing (a schedule's budget guard), so it never waits on a round nor makes one wait."""
         envelopes = sorted(envelopes, key=lambda e: e.pk)
         agents = sorted(agents, key=lambda a: a.pk)
-        if connection.features.has_select_for_update:
+        if lock and connection.features.has_select_for_update:
             for model, rows in ((BudgetEnvelope, envelopes), (Agent, agents)):
                 if rows:
                     list(model.objects.select_for_update().filter(pk__in=[r.pk for r in rows])

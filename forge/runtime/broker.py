@@ -5,7 +5,9 @@ coarse for a 1 s retry backoff. The cluster's pusher calls `dequeue` in a
 tight loop, so it is where due runs are woken: at most every FORGE_TICK_S,
 a run whose next delayed event has fallen due is claimed (one conditional
 update, so one cluster wins) and advanced; every FORGE_RECOVERY_S the
-recovery task is enqueued.
+recovery task is enqueued; every FORGE_SCHEDULES_S, when a schedule has
+fallen due, the task that fires schedules is (each due time's unique fire
+record makes one cluster start it).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from django_q.conf import Conf
 
 from forge.runs.models import Run
 from forge.runtime import queue
+from forge.schedules.firing import due_schedules_exist
 
 log = logging.getLogger(__name__)
 WAKE_BATCH = 100
@@ -30,7 +33,7 @@ WAKE_BATCH = 100
 class Clock:
     def __init__(self):
         self.last_tick = 0.0
-        self.last_recovery = time.monotonic()
+        self.last_recovery = self.last_schedules = time.monotonic()
 
     def tick(self, broker) -> None:
         now = time.monotonic()
@@ -42,8 +45,12 @@ class Clock:
             if now - self.last_recovery >= settings.FORGE_RECOVERY_S:
                 self.last_recovery = now
                 queue.enqueue(queue.RECOVER, task_name="recover", broker=broker)
+            if now - self.last_schedules >= settings.FORGE_SCHEDULES_S:
+                self.last_schedules = now
+                if due_schedules_exist():
+                    queue.enqueue(queue.FIRE_SCHEDULES, task_name="fire schedules", broker=broker)
         except Exception:  # noqa: BLE001 - the clock must keep going; the next tick retries
-            log.exception("waking due runs failed")
+            log.exception("the clock's tick failed")
             close_old_connections()
 
 

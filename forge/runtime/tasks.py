@@ -6,8 +6,9 @@ from __future__ import annotations
 from forge.runtime import recovery
 from forge.runtime.execution import execute_step
 from forge.runtime.rounds import advance
+from forge.schedules.firing import fire_due_schedules
 
-__all__ = ["advance_run", "execute_step", "recover"]
+__all__ = ["advance_run", "execute_step", "fire_schedules", "recover"]
 
 
 def advance_run(run_id: int) -> None:
@@ -16,3 +17,7 @@ def advance_run(run_id: int) -> None:
 
 def recover() -> dict[str, int]:
     return recovery.recover()
+
+
+def fire_schedules() -> dict[str, int]:
+    return fire_due_schedules()

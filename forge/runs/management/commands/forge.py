@@ -25,6 +25,7 @@ from engine.validation import Report, validate_source
 from forge.runs import services
 from forge.runs.models import Approval, Run
 from forge.runs.selectors import approvals_for_user, is_paused, run_report
+from forge.schedules import cli as schedules_cli
 from forge.workflows.models import Workflow
 from forge.workflows.services import WorkflowRejected, workflow_validate, workflow_version_save
 
@@ -76,11 +77,15 @@ class Command(BaseCommand):
         validate.add_argument("--json", action="store_true")
         workflows = sub.add_parser("workflows", help="saved workflows and their latest versions")
         workflows.add_argument("--json", action="store_true")
+        schedules_cli.add_parsers(sub)
 
     def handle(self, *args, **options):
         self.user = self._user(options.get("user"))
         try:
-            code = getattr(self, f"do_{options['action']}")(options)
+            if options["action"] in schedules_cli.COMMANDS:
+                code = schedules_cli.handle(self, options)
+            else:
+                code = getattr(self, f"do_{options['action']}")(options)
         except Exit as exc:
             code = exc.code
         except (services.ServiceError, PermissionDenied, WorkflowRejected, UsageError) as exc:

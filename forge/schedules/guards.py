@@ -1,0 +1,106 @@
+"""The guard clauses a due time must pass before its run starts (seed 004), as small functions.
+
+Each reads, never writes: a refusal is a value (a status and a human message) that the firing records,
+so a refused due time leaves nothing but its fire record. The overlap check sits between `BEFORE_OVERLAP`
+and `owner_may_start` in firing.py, because it is the one that acts (queues, or cancels).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from engine.arguments import ArgumentsInvalid, resolve_args
+from engine.problems import WorkflowInvalid
+from forge.accounts.roles import can
+from forge.governance.models import BudgetEnvelope
+from forge.governance.reservations import Ledger
+from forge.runs.creation import RunRefused, check_args_size, check_references, compile_version
+from forge.schedules.models import Dispatch, Schedule
+from forge.schedules.selectors import kill_switch
+from forge.workflows.models import WorkflowVersion
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: str
+    message: str
+
+
+@dataclass
+class Attempt:
+    """One due time being decided; the validation guard leaves the version it checked for the dispatch."""
+
+    schedule: Schedule
+    now: datetime
+    version: WorkflowVersion | None = None
+
+
+def kill_switch_off(attempt: Attempt) -> Refusal | None:
+    """While the kill switch is engaged no schedule starts a run."""
+    switch = kill_switch()
+    if not switch.engaged:
+        return None
+    who = f" by {switch.changed_by.get_username()}" if switch.changed_by else ""
+    why = f": {switch.reason}" if switch.reason else ""
+    return Refusal(Dispatch.KILL_SWITCH, f"the kill switch is engaged{who}{why}")
+
+
+def within_budget(attempt: Attempt) -> Refusal | None:
+    """No run starts while a budget covering its workflow (org, or workflow:<name>) has already used its
+    limit, open reservations included. Only a pre-check: each step's dispatch still reserves its cost."""
+    name = attempt.schedule.workflow.name
+    envelopes = list(BudgetEnvelope.objects.filter(enabled=True, scope__in=("org", f"workflow:{name}"))
+                     .order_by("pk"))
+    if not envelopes:
+        return None
+    # Read without row locks: this reserves nothing, and a round locks runs before envelopes.
+    figures = Ledger.open(attempt.now, envelopes, (), lock=False).envelopes
+    for envelope in envelopes:
+        spent, reserved = figures[envelope.pk]
+        if spent + reserved >= envelope.limit:
+            period = " this month" if envelope.monthly else ""
+            held = f" ({reserved:.2f} of it reserved by steps in flight)" if reserved else ""
+            return Refusal(Dispatch.BUDGET_EXCEEDED,
+                           f"budget {envelope.name!r} ({envelope.scope}) has used {spent + reserved:.2f} of its "
+                           f"{envelope.limit:.2f} limit{period}{held}")
+    return None
+
+
+def valid(attempt: Attempt) -> Refusal | None:
+    """The workflow's latest version compiles, the schedule's arguments fit it, and its workflow
+    references form no cycle: the checks run_start makes, made first so that a refusal is recorded."""
+    schedule = attempt.schedule
+    version = schedule.workflow.latest_version()
+    if version is None:
+        return Refusal(Dispatch.VALIDATION_FAILED, f"workflow {schedule.workflow.name!r} has no saved version")
+    try:
+        workflow, _ = compile_version(version)
+        check_args_size(schedule.args)
+        resolve_args(workflow.document, schedule.args)
+        check_references(workflow)
+    except WorkflowInvalid as exc:
+        return Refusal(Dispatch.VALIDATION_FAILED, f"{version} is not valid: {exc}")
+    except ArgumentsInvalid as exc:
+        return Refusal(Dispatch.VALIDATION_FAILED, f"the schedule's arguments do not fit {version}: {exc}")
+    except RunRefused as exc:
+        return Refusal(Dispatch.VALIDATION_FAILED, f"{version}: {exc}")
+    attempt.version = version
+    return None
+
+
+BEFORE_OVERLAP = (kill_switch_off, within_budget, valid)
+
+
+def owner_may_start(attempt: Attempt, *, cancelling: bool = False) -> Refusal | None:
+    """The owner may still start runs (and cancel them, when the overlap policy cancels the run in flight);
+    the system (no owner) may always."""
+    owner = attempt.schedule.owner
+    if owner is None:
+        return None
+    if not owner.is_active:
+        return Refusal(Dispatch.NOT_PERMITTED, f"its owner {owner.get_username()} is deactivated")
+    for action, what in (("run.start", "start runs"), ("run.cancel", "cancel runs")):
+        if (action == "run.start" or cancelling) and not can(owner, action):
+            return Refusal(Dispatch.NOT_PERMITTED, f"its owner {owner.get_username()} may no longer {what}")
+    return None

@@ -1,0 +1,43 @@
+"""Reading schedules: the kill switch, the runs a schedule has in flight, the list people see."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from engine.interpreter.state import RunStatus
+from forge.runs.models import Run
+from forge.schedules.models import KillSwitch, Schedule
+
+IN_FLIGHT = (RunStatus.PENDING, RunStatus.RUNNING)
+
+
+def kill_switch() -> KillSwitch:
+    """The kill switch (off until someone first sets it: its row is written then)."""
+    return KillSwitch.objects.filter(pk=KillSwitch.ONLY).select_related("changed_by").first() \
+        or KillSwitch(pk=KillSwitch.ONLY)
+
+
+def runs_in_flight(schedule: Schedule) -> QuerySet[Run]:
+    """The runs `schedule` started that have not ended, oldest first."""
+    # From the few runs not yet ended (Run.status is indexed), never through the schedule's whole history.
+    return Run.objects.filter(status__in=IN_FLIGHT, schedule_fires__schedule=schedule).order_by("id")
+
+
+def schedule_row(schedule: Schedule) -> dict[str, Any]:
+    """One schedule as the CLI's --json prints it."""
+    def iso(value):
+        return value.isoformat() if value else None
+
+    return {"id": schedule.pk, "workflow": schedule.workflow.name, "cron": schedule.cron,
+            "timezone": schedule.timezone, "args": schedule.args, "enabled": schedule.enabled,
+            "overlap": schedule.overlap, "owner": schedule.owner.get_username() if schedule.owner else None,
+            "next_fire_at": iso(schedule.next_fire_at), "queued_due_at": iso(schedule.queued_due_at),
+            "last_dispatch_status": schedule.last_dispatch_status or None,
+            "last_dispatch_at": iso(schedule.last_dispatch_at),
+            "last_dispatch_detail": schedule.last_dispatch_detail, "last_run": schedule.last_run_id}
+
+
+def schedule_rows() -> list[dict[str, Any]]:
+    return [schedule_row(s) for s in Schedule.objects.select_related("workflow", "owner").order_by("id")]

@@ -1,0 +1,62 @@
+"""Cron expressions and time zones: what a schedule accepts, and when it next falls due."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import CroniterError, croniter
+from django.core.exceptions import ValidationError
+
+ALIASES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+
+
+def cron_problem(expression: str) -> str | None:
+    """Why `expression` is not a schedule's cron expression, or None.
+
+    Five fields (minute hour day-of-month month day-of-week) or an @alias. croniter also reads a sixth field
+    (seconds), which the clock does not keep; a well-formed expression that never matches (31 February) is
+    refused too, since it would never fire.
+    """
+    text = (expression or "").strip()
+    if not text:
+        return "give a cron expression, e.g. '0 9 * * 1-5' (09:00 on weekdays)"
+    if not (text.lower() in ALIASES or len(text.split()) == 5):
+        return (f"{text!r} is not a cron expression of five fields (minute hour day month weekday), "
+                f"e.g. '0 9 * * 1-5', nor one of {', '.join(ALIASES)}")
+    try:
+        croniter(text, datetime.now(UTC)).get_next(datetime)
+    except CroniterError as exc:
+        return f"{text!r} is not a usable cron expression: {exc}"
+    return None
+
+
+def zone(name: str) -> ZoneInfo:
+    """The IANA time zone `name` (e.g. Europe/Berlin); ValueError when there is none."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, TypeError):
+        raise ValueError(f"{name!r} is not a known IANA time zone (e.g. UTC, Europe/Berlin, "
+                         f"America/New_York)") from None
+
+
+def validate_cron(value: str) -> None:
+    if problem := cron_problem(value):
+        raise ValidationError(problem)
+
+
+def validate_timezone(value: str) -> None:
+    try:
+        zone(value)
+    except ValueError as exc:
+        raise ValidationError(str(exc)) from None
+
+
+def next_fire(expression: str, tz: str, after: datetime) -> datetime:
+    """The first time `expression` matches strictly after `after`, read on the wall clock of `tz`, in UTC.
+
+    Matching in the schedule's own zone is what makes '0 9 * * *' in Europe/Berlin 08:00 UTC in winter and
+    07:00 UTC in summer.
+    """
+    local = after.astimezone(zone(tz))
+    return croniter(expression.strip(), local).get_next(datetime).astimezone(UTC)
