@@ -10,6 +10,7 @@ from django.template.response import TemplateResponse
 from django_q.models import Schedule as QueueSchedule
 
 from forge.accounts.roles import can
+from forge.admin_views import ReadOnlyAdmin
 from forge.schedules import services
 from forge.schedules.models import KillSwitch, Schedule, ScheduleFire
 from forge.schedules.selectors import kill_switch
@@ -118,21 +119,12 @@ class ScheduleAdmin(RoleAdmin):
 
 
 @admin.register(ScheduleFire)
-class ScheduleFireAdmin(RoleAdmin):
+class ScheduleFireAdmin(ReadOnlyAdmin, RoleAdmin):
     """What became of every due time: written only by the firing."""
 
     list_display = ("schedule", "due_at", "status", "message", "run", "at")
     list_filter = ("status",)
     list_select_related = ("schedule__workflow", "run__workflow")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(KillSwitch)

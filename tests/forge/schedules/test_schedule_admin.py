@@ -117,3 +117,8 @@ def test_django_q_s_own_schedules_are_no_longer_offered(client, adele):
     with pytest.raises(NoReverseMatch):
         reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
     assert "/admin/django_q/schedule/" not in client.get(reverse("admin:index")).content.decode()
+
+
+def test_fire_records_are_read_only_even_for_an_admin(client, adele):
+    assert client.get(url("schedulefire", "add")).status_code == 403
+    assert "Add schedule fire" not in client.get(url("schedulefire")).content.decode()
