@@ -75,7 +75,7 @@ def _fire(pk: int, now: datetime) -> str | None:
         if schedule is None:
             return None
         due = schedule.next_fire_at
-        schedule.next_fire_at = next_fire(schedule.cron, schedule.timezone, max(now, due))
+        schedule.next_fire_at = next_fire(schedule.cron, schedule.timezone, max(now, due), fired=due)
         try:
             with transaction.atomic():
                 fire = ScheduleFire.objects.create(schedule=schedule, due_at=due, status="", at=now)

@@ -52,11 +52,25 @@ def validate_timezone(value: str) -> None:
         raise ValidationError(str(exc)) from None
 
 
-def next_fire(expression: str, tz: str, after: datetime) -> datetime:
+def next_fire(expression: str, tz: str, after: datetime, *, fired: datetime | None = None) -> datetime:
     """The first time `expression` matches strictly after `after`, read on the wall clock of `tz`, in UTC.
 
     Matching in the schedule's own zone is what makes '0 9 * * *' in Europe/Berlin 08:00 UTC in winter and
-    07:00 UTC in summer.
+    07:00 UTC in summer. When the clocks go back an hour repeats: as cron does, a time of day (a fixed hour)
+    that already fired at `fired` does not fire again in the repeat, while an hourly pattern ('*/20 * * * *')
+    goes on by elapsed time.
     """
-    local = after.astimezone(zone(tz))
-    return croniter(expression.strip(), local).get_next(datetime).astimezone(UTC)
+    here = zone(tz)
+    times = croniter(expression.strip(), after.astimezone(here))
+    candidate = times.get_next(datetime)
+    if fired is not None and not _hourly(expression):
+        floor = fired.astimezone(here).replace(tzinfo=None)
+        while candidate.replace(tzinfo=None) <= floor:  # at most the repeated hour's matches
+            candidate = times.get_next(datetime)
+    return candidate.astimezone(UTC)
+
+
+def _hourly(expression: str) -> bool:
+    """Whether the hour field matches every hour (an @alias other than @hourly fixes the hour)."""
+    fields = expression.strip().split()
+    return fields[1].startswith("*") if len(fields) == 5 else expression.strip().lower() == "@hourly"

@@ -123,3 +123,22 @@ class TestTimeZones:
         fire_due_schedules(now=utc(2030, 3, 31, 7))
         assert list(ScheduleFire.objects.order_by("due_at").values_list("due_at", "status")) == [
             (utc(2030, 3, 30, 8), "dispatched"), (utc(2030, 3, 31, 7), "dispatched")]
+
+    def test_over_the_autumn_change_a_time_of_day_fires_once_though_its_hour_repeats(self, add_schedule, report):
+        # Clocks go back from 03:00 CEST to 02:00 CET on Sunday 27 October 2030: 02:30 happens twice.
+        schedule = add_schedule(report, cron="30 2 * * *", timezone="Europe/Berlin", now=utc(2030, 10, 26, 12))
+        assert schedule.next_fire_at == utc(2030, 10, 27, 0, 30)  # 02:30 CEST
+        fire_due_schedules(now=utc(2030, 10, 27, 0, 30))
+        fast_forward(Run.objects.get())
+        schedule.refresh_from_db()
+        assert schedule.next_fire_at == utc(2030, 10, 28, 1, 30)  # not 02:30 CET the same night
+
+    def test_over_the_autumn_change_an_every_twenty_minutes_schedule_goes_on_by_elapsed_time(
+            self, add_schedule, report):
+        schedule = add_schedule(report, cron="*/20 * * * *", timezone="Europe/Berlin",
+                                now=utc(2030, 10, 27, 0, 30))
+        assert schedule.next_fire_at == utc(2030, 10, 27, 0, 40)  # 02:40 CEST
+        fire_due_schedules(now=utc(2030, 10, 27, 0, 40))
+        fast_forward(Run.objects.get())
+        schedule.refresh_from_db()
+        assert schedule.next_fire_at == utc(2030, 10, 27, 1, 0)  # 02:00 CET, twenty minutes later
