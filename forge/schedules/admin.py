@@ -67,13 +67,17 @@ class ScheduleForm(forms.ModelForm):
 @admin.register(Schedule)
 class ScheduleAdmin(RoleAdmin):
     form = ScheduleForm
-    list_display = ("id", "workflow", "cron", "timezone", "enabled", "overlap", "next_fire_at",
+    list_display = ("id", "workflow", "cron", "timezone", "enabled", "overlap_policy", "next_fire_at",
                     "last_dispatch_status", "last_dispatch_at", "last_dispatch_detail", "last_run")
     list_filter = ("enabled", "overlap", "last_dispatch_status")
     list_select_related = ("workflow", "last_run__workflow")
     readonly_fields = ("owner", "next_fire_at", "queued_due_at", "last_dispatch_status", "last_dispatch_at",
                        "last_dispatch_detail", "last_run", "created_at", "updated_at")
     actions = ["pause", "resume"]
+
+    @admin.display(description="overlap", ordering="overlap")
+    def overlap_policy(self, obj):
+        return obj.overlap  # the form's choices explain each; the list needs only the name
 
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from engine.interpreter import DECISIONS
 from engine.terminal import (
@@ -80,8 +80,8 @@ class Command(BaseCommand):
         schedules_cli.add_parsers(sub)
 
     def handle(self, *args, **options):
-        self.user = self._user(options.get("user"))
         try:
+            self.user = self._user(options.get("user"))
             if options["action"] in schedules_cli.COMMANDS:
                 code = schedules_cli.handle(self, options)
             else:
@@ -102,7 +102,7 @@ class Command(BaseCommand):
             return None
         user = get_user_model().objects.filter(username=name).first()
         if user is None:
-            raise CommandError(f"there is no user {name!r}")
+            raise UsageError(f"--user: there is no user {name!r}")
         return user
 
     def _json(self, value) -> None:
