@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.timezone import now
 
-from forge.schedules.timing import validate_cron, validate_timezone
+from forge.schedules.timing import MAX_CRON, validate_cron, validate_timezone
 
 
 class Dispatch:
@@ -35,7 +35,7 @@ class Schedule(models.Model):
 
     workflow = models.ForeignKey("forge_workflows.Workflow", on_delete=models.PROTECT, related_name="schedules",
                                  help_text="each due time starts the workflow's latest version")
-    cron = models.CharField(max_length=120, validators=[validate_cron],
+    cron = models.CharField(max_length=MAX_CRON, validators=[validate_cron],
                             help_text="five fields, minute hour day month weekday, e.g. 0 9 * * 1-5")
     timezone = models.CharField(max_length=64, default="UTC", validators=[validate_timezone],
                                 help_text="the IANA time zone the cron expression is read in, e.g. Europe/Berlin")

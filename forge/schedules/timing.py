@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import CroniterError, croniter
 from django.core.exceptions import ValidationError
 
+MAX_CRON = 120  # Schedule.cron's column
 ALIASES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 
 
@@ -21,6 +22,8 @@ def cron_problem(expression: str) -> str | None:
     text = (expression or "").strip()
     if not text:
         return "give a cron expression, e.g. '0 9 * * 1-5' (09:00 on weekdays)"
+    if len(text) > MAX_CRON:
+        return f"a cron expression has at most {MAX_CRON} characters; this one has {len(text)}"
     if not (text.lower() in ALIASES or len(text.split()) == 5):
         return (f"{text!r} is not a cron expression of five fields (minute hour day month weekday), "
                 f"e.g. '0 9 * * 1-5', nor one of {', '.join(ALIASES)}")

@@ -48,7 +48,9 @@ class TestAdd:
         ({"cron": "every day"}, "not a cron expression of five fields"),
         ({"cron": "0 0 9 * * *"}, "not a cron expression of five fields"),  # croniter's seconds field
         ({"cron": "0 0 31 2 *"}, "not a usable cron expression"),  # never matches
+        ({"cron": "0 9 * * " + ",".join(["1"] * 60)}, "at most 120 characters"),
         ({"timezone": "Mars/Olympus"}, "not a known IANA time zone"),
+        ({"timezone": "../../etc/passwd"}, "not a known IANA time zone"),
         ({"workflow": "no_such_flow"}, "there is no workflow 'no_such_flow'"),
         ({"args": {"region": "eu", "colour": "red"}}, "argument 'colour' is not declared"),
         ({"args": {}}, "argument 'region' is required"),
