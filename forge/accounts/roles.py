@@ -12,6 +12,7 @@ GROUPS = (OPERATORS, APPROVERS, ADMINS)
 # action -> the groups allowed to take it (superusers may take any). Deciding approvals is not an action
 # here: who may decide depends on the step (`may_approve`).
 ACTIONS = {
+    "run.view": (OPERATORS, APPROVERS, ADMINS),
     "run.start": (OPERATORS, ADMINS),
     "run.cancel": (OPERATORS, ADMINS),
     "run.restart": (OPERATORS, ADMINS),

@@ -9,7 +9,7 @@ from django.conf import settings
 
 from engine.interpreter.state import RunStatus, StepStatus
 from engine.report import RunOutcome, report
-from forge.accounts.roles import may_approve
+from forge.accounts.roles import can, may_approve
 from forge.runs.models import Approval, Run, RunInput, StepResult
 from forge.runtime import bridge
 
@@ -51,3 +51,11 @@ def approvals_for_user(user) -> list[Approval]:
     # Which groups may decide lives in each row's JSON list, which SQLite cannot query: the few pending rows
     # are checked here, by the same rule that guards the decision.
     return [approval for approval in pending if may_decide(user, approval) is None]
+
+
+def runs_for_user(user):
+    """The runs `user` may see: every run for a member of a group (Operators, Approvers, Admins), none for
+    anyone else. The one access check of the console's pages and live streams."""
+    if not can(user, "run.view"):
+        return Run.objects.none()
+    return Run.objects.all()

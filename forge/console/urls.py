@@ -1,0 +1,15 @@
+"""The console's pages: one view per page (forge/console/views/)."""
+
+from django.contrib.auth import views as auth
+from django.urls import path
+
+from forge.console.views import pages
+
+app_name = "console"
+
+urlpatterns = [
+    path("login/", auth.LoginView.as_view(template_name="console/login.html", redirect_authenticated_user=True),
+         name="login"),
+    path("logout/", auth.LogoutView.as_view(), name="logout"),
+    path("", pages.dashboard, name="dashboard"),
+]
