@@ -1,0 +1,21 @@
+"""The console's pages. Each view reads through selectors and changes nothing; actions go through services."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import render
+
+from forge.accounts.roles import can
+from forge.console import dashboard as board
+
+
+def _require_view(request) -> None:
+    if not can(request.user, "run.view"):
+        raise PermissionDenied("you are in no group of this console: ask an admin to add you to one")
+
+
+@login_required
+def dashboard(request):
+    _require_view(request)
+    return render(request, "console/dashboard.html", {"board": board.for_user(request.user)})
