@@ -52,6 +52,10 @@ def resolve_args(document: Document, given: Mapping[str, Any], *, from_text: boo
                     problems.append(f"argument {name!r} nests too deeply to be read as JSON")
                     continue
             value = coerce(value, spec.type)
+            if not _finite(value):
+                problems.append(f"argument {name!r} holds a number that is not finite (NaN or Infinity), "
+                                f"which JSON cannot carry")
+                continue
             problem = validate_outputs({name: value}, {name: OutputSchema(type=spec.type)})
             if problem:
                 problems.append(problem.replace("output", "argument", 1))
@@ -64,3 +68,14 @@ def resolve_args(document: Document, given: Mapping[str, Any], *, from_text: boo
     if problems:
         raise ArgumentsInvalid(problems)
     return result
+
+
+def _finite(value: Any) -> bool:
+    """Whether `value` is JSON as the spec knows it: a run's arguments are stored and passed on as JSON."""
+    try:
+        json.dumps(value, allow_nan=False, default=str)
+    except ValueError:
+        return False
+    except RecursionError:
+        return True  # too deep to write; check_args_size and the size limits say so
+    return True

@@ -69,9 +69,18 @@ def check_timeouts(workflow: Workflow) -> None:
 
 
 def check_args_size(args: dict) -> None:
-    """Refuse arguments larger in all than FORGE_MAX_ARGS_BYTES (as JSON): each run keeps copies of them."""
+    """Refuse arguments that are not JSON, or larger in all than FORGE_MAX_ARGS_BYTES as JSON: each run keeps
+    copies of them."""
     limit = settings.FORGE_MAX_ARGS_BYTES
-    size = len(json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"))
+    try:
+        # allow_nan=False: NaN and Infinity are not JSON, and the database's JSON columns refuse them.
+        text = json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False)
+    except ValueError:
+        raise RunRefused("the run's arguments hold a number that is not finite (NaN or Infinity), which JSON "
+                         "cannot keep") from None
+    except RecursionError:
+        raise RunRefused("the run's arguments nest too deeply to be kept as JSON") from None
+    size = len(text.encode("utf-8"))
     if size > limit:
         raise RunRefused(f"the run's arguments are {size} bytes as JSON, more than this installation allows "
                          f"(FORGE_MAX_ARGS_BYTES={limit}); pass large data as a file or a reference instead")

@@ -45,7 +45,25 @@ class RoleAdmin(admin.ModelAdmin):
         return can(request.user, self.change_action)
 
 
+class ArgsField(forms.JSONField):
+    """JSON whose nesting would exhaust the parser is a form error, not a 500."""
+
+    def to_python(self, value):
+        try:
+            return super().to_python(value)
+        except RecursionError:
+            raise forms.ValidationError("the arguments nest too deeply to be read as JSON") from None
+
+    def bound_data(self, data, initial):
+        try:
+            return super().bound_data(data, initial)
+        except RecursionError:
+            return forms.fields.InvalidJSONInput(data)
+
+
 class ScheduleForm(forms.ModelForm):
+    args = ArgsField(required=False, help_text=Schedule._meta.get_field("args").help_text)
+
     class Meta:
         model = Schedule
         fields = ("workflow", "cron", "timezone", "args", "overlap", "enabled")
@@ -96,6 +114,13 @@ class ScheduleAdmin(RoleAdmin):
             if "enabled" in form.changed_data:
                 verb = services.schedule_resume if data["enabled"] else services.schedule_pause
                 verb(user=request.user, schedule=obj)
+
+    def get_deleted_objects(self, objs, request):
+        # A schedule's fire records go with it (the service deletes them and audits the schedule); their own
+        # admin is read-only, which must not make deleting the schedule a 403.
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        perms_needed.discard(ScheduleFire._meta.verbose_name)
+        return deleted, counts, perms_needed, protected
 
     def delete_model(self, request, obj):
         services.schedule_delete(user=request.user, schedule=obj)

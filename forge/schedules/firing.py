@@ -14,7 +14,7 @@ from collections import Counter
 from datetime import datetime
 
 from django.core.exceptions import PermissionDenied
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -22,7 +22,7 @@ from forge.audit.services import audit
 from forge.runs import services as runs
 from forge.runs.models import Run
 from forge.schedules.guards import BEFORE_OVERLAP, Attempt, Refusal, owner_may_start
-from forge.schedules.models import Dispatch, Schedule, ScheduleFire
+from forge.schedules.models import Dispatch, KillSwitch, Schedule, ScheduleFire
 from forge.schedules.selectors import IN_FLIGHT, runs_in_flight
 from forge.schedules.timing import next_fire
 
@@ -64,6 +64,10 @@ def fire_due_schedules(now: datetime | None = None) -> dict[str, int]:
 
 
 def _lock(pk: int, condition: Q) -> Schedule | None:
+    # The kill switch's row first (the order kill_switch_set takes them in): an admin who engages it waits for
+    # a decision under way, and is then told the truth: no schedule starts a run after that.
+    if connection.features.has_select_for_update:
+        list(KillSwitch.objects.select_for_update(no_key=True).filter(pk=KillSwitch.ONLY).values_list("pk"))
     # Checked again under the lock: another cluster may have fired it, or someone paused it, meanwhile.
     return (Schedule.objects.select_for_update(of=("self",)).select_related("workflow", "owner")
             .filter(condition, pk=pk, enabled=True).first())

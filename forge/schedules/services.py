@@ -128,10 +128,12 @@ def schedule_update(*, user, schedule: Schedule, workflow: Workflow | str | None
         locked.timezone = locked.timezone if timezone is None else timezone
         locked.owner, locked.updated_at = user, now
         if locked.enabled and (locked.cron, locked.timezone) != when:
-            locked.next_fire_at = next_fire(locked.cron, locked.timezone, now)
-        locked.save()
+            locked.next_fire_at = _next(locked, now)
         after = _settings(locked)
         changed = sorted(name for name in after if after[name] != before[name])
+        if {"workflow", "args", "overlap"} & set(changed):  # the waiting due time was for what it ran before
+            _drop_queued(locked, "the schedule was changed before its queued run could start")
+        locked.save()
         if changed:
             audit("forge.schedule.changed", user=user, target=_target(locked),
                   detail={"before": {n: before[n] for n in changed}, "after": {n: after[n] for n in changed}})
@@ -162,7 +164,7 @@ def schedule_resume(*, user, schedule: Schedule, now: datetime | None = None) ->
         if locked.enabled:
             raise ScheduleRejected(f"schedule {locked.pk} is not paused")
         locked.enabled, locked.updated_at = True, now
-        locked.next_fire_at = next_fire(locked.cron, locked.timezone, now)
+        locked.next_fire_at = _next(locked, now)
         locked.save(update_fields=["enabled", "next_fire_at", "updated_at"])
         audit("forge.schedule.resumed", user=user, target=_target(locked),
               detail={"workflow": locked.workflow.name, "next_fire_at": _iso(locked.next_fire_at)})
@@ -197,11 +199,17 @@ def kill_switch_set(*, user, engaged: bool, reason: str = "", now: datetime | No
         switch.save()
         if not engaged:
             for schedule in Schedule.objects.select_for_update().filter(enabled=True).order_by("pk"):
-                schedule.next_fire_at = next_fire(schedule.cron, schedule.timezone, now)
+                schedule.next_fire_at = _next(schedule, now)
                 schedule.save(update_fields=["next_fire_at"])
         audit(f"forge.killswitch.{'engaged' if engaged else 'lifted'}", user=user, target="killswitch",
               detail={"reason": reason})
     return switch
+
+
+def _next(schedule: Schedule, now: datetime) -> datetime:
+    """The first due time after `now`; a time of day that fired before the clocks went back is not repeated."""
+    fired = ScheduleFire.objects.filter(schedule=schedule).order_by("-due_at").values_list("due_at", flat=True).first()
+    return next_fire(schedule.cron, schedule.timezone, now, fired=fired)
 
 
 def _lock(schedule: Schedule) -> Schedule:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from functools import cache
+from zoneinfo import ZoneInfo, available_timezones
 
 from croniter import CroniterError, croniter
 from django.core.exceptions import ValidationError
 
+_RANDOM = re.compile(r"(^|[\s,/-])[RH]($|[\s,/(-])", re.IGNORECASE)
 MAX_CRON = 120  # Schedule.cron's column
 ALIASES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 
@@ -27,6 +30,8 @@ def cron_problem(expression: str) -> str | None:
     if not (text.lower() in ALIASES or len(text.split()) == 5):
         return (f"{text!r} is not a cron expression of five fields (minute hour day month weekday), "
                 f"e.g. '0 9 * * 1-5', nor one of {', '.join(ALIASES)}")
+    if _RANDOM.search(text):
+        return f"{text!r} uses random (R) or hashed (H) fields, which a schedule does not support"
     try:
         croniter(text, datetime.now(UTC)).get_next(datetime)
     except CroniterError as exc:
@@ -34,13 +39,19 @@ def cron_problem(expression: str) -> str | None:
     return None
 
 
+@cache
+def _zones() -> frozenset[str]:
+    # Only the IANA names: not `localtime`, `Factory` or `posix/...`, which differ from host to host, so
+    # two clusters would compute different due times for one schedule.
+    return frozenset(available_timezones()) - {"localtime", "Factory"}
+
+
 def zone(name: str) -> ZoneInfo:
     """The IANA time zone `name` (e.g. Europe/Berlin); ValueError when there is none."""
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
-        raise ValueError(f"{name!r} is not a known IANA time zone (e.g. UTC, Europe/Berlin, "
-                         f"America/New_York)") from None
+    if not isinstance(name, str) or name not in _zones():
+        raise ValueError(f"{str(name)[:80]!r} is not a known IANA time zone (e.g. UTC, Europe/Berlin, "
+                         f"America/New_York)")
+    return ZoneInfo(name)
 
 
 def validate_cron(value: str) -> None:
