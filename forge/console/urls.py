@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth
 from django.urls import path
 
-from forge.console.views import pages
+from forge.console.views import pages, runs
 
 app_name = "console"
 
@@ -12,4 +12,6 @@ urlpatterns = [
          name="login"),
     path("logout/", auth.LogoutView.as_view(), name="logout"),
     path("", pages.dashboard, name="dashboard"),
+    path("runs/", runs.run_list, name="runs"),
+    path("runs/<int:run_id>/", runs.run_detail, name="run"),
 ]

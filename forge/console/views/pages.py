@@ -10,12 +10,12 @@ from forge.accounts.roles import can
 from forge.console import dashboard as board
 
 
-def _require_view(request) -> None:
+def require_view(request) -> None:
     if not can(request.user, "run.view"):
         raise PermissionDenied("you are in no group of this console: ask an admin to add you to one")
 
 
 @login_required
 def dashboard(request):
-    _require_view(request)
+    require_view(request)
     return render(request, "console/dashboard.html", {"board": board.for_user(request.user)})

@@ -1,0 +1,165 @@
+// The live run view: applies the run's events from its websocket, in order, once each, batched per frame.
+// The page was rendered with the last event id it shows; the socket replays what came after it.
+(function () {
+  "use strict";
+  const data = JSON.parse(document.getElementById("run-data").textContent);
+  const TERMINAL = new Set(["completed", "failed", "skipped", "cancelled"]);
+  const nodes = new Map(data.nodes.map((n) => [n.id, n]));
+  const rows = new Map([...document.querySelectorAll("tr[data-step]")].map((tr) => [tr.dataset.step, tr]));
+  const badge = document.getElementById("live");
+  const runStatus = document.getElementById("run-status");
+  const live = (window.forgeRun = { lastApplied: data.last_event_id, applied: [], runStatus: data.status, cy: null });
+  let queue = [];
+  let frame = 0;
+  let socket = null;
+  let retry = 0;
+  let lostAt = null;
+
+  const WAITS = {
+    queued: "ready: waiting for a free concurrency slot",
+    redispatch: "about to be dispatched again",
+    retry: "waiting to retry after a failed attempt",
+    gate_retry: "blocked by a governance gate; retrying after a backoff",
+    approval: "waiting for approval",
+    escalation: "waiting for a decision on its failure (retry, skip or abort)",
+    hold: "waiting for a governance hold to be approved",
+    child: "waiting for its sub-workflow run",
+  };
+
+  function why(node) {
+    if (node.status === "pending") {
+      const upstream = node.deps.filter((d) => !TERMINAL.has(nodes.get(d).status));
+      return upstream.length ? "waiting for upstream " + upstream.join(", ") : "ready: waiting to be dispatched";
+    }
+    if ((node.status === "waiting" || node.status === "running") && node.wait) {
+      return WAITS[node.wait] || "waiting (" + node.wait + ")";
+    }
+    return "";
+  }
+
+  function setStatus(el, status) {
+    el.textContent = status;
+    el.className = "status status-" + status;
+  }
+
+  function showNode(node, sentence) {
+    const tr = rows.get(node.id);
+    if (tr) {
+      setStatus(tr.querySelector('[data-field="status"]'), node.status);
+      tr.querySelector('[data-field="attempt"]').textContent = node.attempt;
+      tr.querySelector('[data-field="why"]').textContent = sentence;
+      tr.classList.toggle("faded", node.status === "skipped" || node.status === "cancelled");
+    }
+    if (live.cy) {
+      const el = live.cy.getElementById(node.id);
+      el.classes("status-" + node.status);
+      el.data("label", node.id + "\n" + node.status + (node.attempt > 1 ? " ×" + node.attempt : ""));
+    }
+  }
+
+  function apply(batch) {
+    const touched = new Set();
+    for (const event of batch) {
+      if (event.id <= live.lastApplied) continue; // already shown: a replay after a reconnect overlaps
+      live.lastApplied = event.id;
+      live.applied.push(event.id);
+      if (event.kind === "step" && nodes.has(event.step)) {
+        const node = nodes.get(event.step);
+        Object.assign(node, { status: event.data.status, attempt: event.data.attempt, wait: event.data.wait,
+                              error: event.data.error, error_code: event.data.error_code });
+        touched.add(node.id);
+        for (const other of nodes.values()) if (other.deps.includes(node.id)) touched.add(other.id);
+      } else if (event.kind === "run") {
+        live.runStatus = event.data.status;
+        setStatus(runStatus, event.data.status);
+      }
+    }
+    const draw = () => touched.forEach((id) => { const n = nodes.get(id); showNode(n, why(n)); });
+    if (live.cy) live.cy.batch(draw); else draw();
+  }
+
+  function snapshot(message) {
+    for (const [id, step] of Object.entries(message.steps)) {
+      if (nodes.has(id)) Object.assign(nodes.get(id), step);
+    }
+    live.lastApplied = message.last_id;
+    live.runStatus = message.run.status;
+    setStatus(runStatus, message.run.status);
+    const draw = () => nodes.forEach((n) => showNode(n, why(n)));
+    if (live.cy) live.cy.batch(draw); else draw();
+  }
+
+  function flush() {
+    frame = 0;
+    const batch = queue;
+    queue = [];
+    apply(batch);
+  }
+
+  function setBadge(state) {
+    badge.dataset.state = state;
+    if (state === "live") badge.textContent = "live";
+    else if (state === "reconnecting") badge.textContent = "reconnecting…";
+    else badge.textContent = "stale since " + lostAt.toLocaleTimeString([], { hour12: false });
+  }
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    socket = new WebSocket(scheme + location.host + "/ws/runs/" + data.run + "/?after=" + live.lastApplied);
+    live.socket = socket;
+    socket.onopen = () => { retry = 0; lostAt = null; setBadge("live"); };
+    socket.onmessage = (message) => {
+      let payload;
+      try { payload = JSON.parse(message.data); } catch (e) { return; }
+      if (payload.type === "events") {
+        queue.push(...payload.events);
+        if (!frame) frame = requestAnimationFrame(flush);
+      } else if (payload.type === "snapshot") {
+        queue = [];
+        snapshot(payload);
+      }
+    };
+    socket.onclose = () => {
+      if (frame) { cancelAnimationFrame(frame); flush(); }
+      lostAt = lostAt || new Date();
+      setBadge(retry >= 3 ? "stale" : "reconnecting");
+      const delay = Math.min(10000, 250 * 2 ** retry);
+      retry += 1;
+      setTimeout(connect, delay);
+    };
+  }
+
+  function drawGraph() {
+    if (!window.cytoscape || !window.ELK) return;
+    const elk = new window.ELK({ workerUrl: document.getElementById("graph").dataset.static + "vendor/elkjs/elk-worker.min.js" });
+    const graph = { id: "root", layoutOptions: { "elk.algorithm": "layered", "elk.direction": "RIGHT",
+                    "elk.layered.spacing.nodeNodeBetweenLayers": "40" },
+                    children: data.nodes.map((n) => ({ id: n.id, width: 120, height: 44 })),
+                    edges: data.nodes.flatMap((n) => n.deps.map((d) => ({ id: d + "->" + n.id, sources: [d], targets: [n.id] }))) };
+    elk.layout(graph).then((laid) => {
+      const at = new Map(laid.children.map((c) => [c.id, { x: c.x + c.width / 2, y: c.y + c.height / 2 }]));
+      live.cy = window.cytoscape({
+        container: document.getElementById("graph"),
+        elements: [
+          ...data.nodes.map((n) => ({ data: { id: n.id, label: n.id + "\n" + n.status }, position: at.get(n.id), classes: "status-" + n.status })),
+          ...data.nodes.flatMap((n) => n.deps.map((d) => ({ data: { id: d + "->" + n.id, source: d, target: n.id } }))),
+        ],
+        layout: { name: "preset" },
+        style: [
+          { selector: "node", style: { shape: "round-rectangle", width: 120, height: 44, label: "data(label)", "text-wrap": "wrap",
+                                       "text-valign": "center", "font-size": 11, "background-color": "#fff", "border-width": 2, "border-color": "#8a96a3" } },
+          { selector: "edge", style: { width: 1.5, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#b5bec7", "target-arrow-color": "#b5bec7" } },
+          { selector: ".status-running", style: { "border-color": "#2457c5", "background-color": "#e8f0fe" } },
+          { selector: ".status-waiting", style: { "border-color": "#8a5a00", "background-color": "#fff4d6", "border-style": "dashed" } },
+          { selector: ".status-completed", style: { "border-color": "#1f7a3f", "background-color": "#e3f4e8" } },
+          { selector: ".status-failed", style: { "border-color": "#b3261e", "background-color": "#fde7e6" } },
+          { selector: ".status-skipped, .status-cancelled", style: { opacity: 0.45 } },
+        ],
+      });
+      live.cy.on("tap", "node", (e) => document.querySelector('tr[data-step="' + CSS.escape(e.target.id()) + '"]')?.scrollIntoView({ block: "center" }));
+    });
+  }
+
+  drawGraph();
+  connect();
+})();

@@ -1,0 +1,63 @@
+"""The runs list and the run view."""
+
+from __future__ import annotations
+
+from datetime import datetime, time
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
+
+from forge.console.run_view import run_view
+from forge.console.views.pages import require_view
+from forge.runs.models import RUN_STATUSES, Run
+from forge.runs.selectors import runs_for_user
+
+PER_PAGE = 50
+SORTS = {"id": "id", "-id": "-id", "workflow": "workflow__name", "-workflow": "-workflow__name",
+         "status": "status", "-status": "-status", "created": "created_at", "-created": "-created_at"}
+
+
+def _day(text: str, end: bool = False) -> datetime | None:
+    try:
+        day = datetime.strptime(text, "%Y-%m-%d").date()
+    except (TypeError, ValueError):
+        return None
+    return timezone.make_aware(datetime.combine(day, time.max if end else time.min), timezone.utc)
+
+
+@login_required
+def run_list(request):
+    require_view(request)
+    q = request.GET
+    runs = runs_for_user(request.user).select_related("workflow", "version", "started_by")
+    filters = {"status": q.get("status", ""), "workflow": q.get("workflow", "")[:100],
+               "started_by": q.get("started_by", "")[:150], "since": q.get("since", ""), "until": q.get("until", "")}
+    if filters["status"] in dict(RUN_STATUSES):
+        runs = runs.filter(status=filters["status"])
+    if filters["workflow"]:
+        runs = runs.filter(workflow__name=filters["workflow"])
+    if filters["started_by"]:
+        runs = runs.filter(started_by__username=filters["started_by"])
+    if since := _day(filters["since"]):
+        runs = runs.filter(created_at__gte=since)
+    if until := _day(filters["until"], end=True):
+        runs = runs.filter(created_at__lte=until)
+    sort = q.get("sort") if q.get("sort") in SORTS else "-id"
+    page = Paginator(runs.order_by(SORTS[sort], "-id"), PER_PAGE).get_page(q.get("page"))
+    query = urlencode({k: v for k, v in filters.items() if v})
+    return render(request, "console/runs.html", {
+        "nav": "runs", "page": page, "filters": filters, "sort": sort, "statuses": [s for s, _ in RUN_STATUSES],
+        "query": query})
+
+
+@login_required
+def run_detail(request, run_id: int):
+    require_view(request)
+    run = get_object_or_404(runs_for_user(request.user).select_related("workflow", "version", "started_by"),
+                            pk=run_id)
+    view = run_view(run)
+    return render(request, "console/run.html", {"nav": "runs", "view": view, "run": run,
+                                                "graph": view.graph_json()})

@@ -1,0 +1,76 @@
+"""The runs list and the run view as people reach them: who may see them, what they read, never a 500."""
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from forge.runs import services
+from forge.runs.models import RunEvent
+from tests.forge.conftest import fast_forward
+
+pytestmark = pytest.mark.django_db
+
+APPROVAL = """
+name: needs_a_yes
+steps:
+  - {id: prepare, agent: mock, command: prepare, mock: {outputs: {ready: true}}}
+  - {id: sign_off, approval: required, approval_message: ship it?, depends_on: [prepare]}
+  - {id: ship, agent: mock, command: ship, depends_on: [sign_off]}
+"""
+
+
+@pytest.fixture
+def run(save_workflow, operator):
+    version = save_workflow(APPROVAL)
+    return fast_forward(services.run_start(user=operator, version=version))
+
+
+def test_the_run_view_shows_each_step_its_status_and_why_it_is_not_running(client, run, approver):
+    client.force_login(approver)
+    page = client.get(reverse("console:run", args=[run.pk]))
+    html = page.content.decode()
+    assert page.status_code == 200
+    row = lambda step: re.search(rf'<tr data-step="{step}".*?</tr>', html, re.S).group(0)  # noqa: E731
+    assert "completed" in row("prepare")
+    assert "waiting" in row("sign_off") and "waiting for approval by Approvers" in row("sign_off")
+    assert "waiting for upstream sign_off" in row("ship")
+    last = RunEvent.objects.filter(run=run).order_by("-id").first().pk
+    assert f'"last_event_id": {last}' in html
+
+
+def test_the_runs_list_filters_by_status_and_workflow(client, run, operator):
+    client.force_login(operator)
+    listed = client.get(reverse("console:runs"), {"status": "waiting"}).content.decode()
+    assert f'data-run="{run.pk}"' in listed
+    assert f'data-run="{run.pk}"' not in client.get(reverse("console:runs"), {"status": "failed"}).content.decode()
+    assert f'data-run="{run.pk}"' not in client.get(reverse("console:runs"), {"workflow": "other"}).content.decode()
+
+
+@pytest.mark.parametrize("query", [{"status": "<script>"}, {"since": "yesterday"}, {"sort": "password"},
+                                   {"page": "-1"}, {"until": "2030-02-31"}])
+def test_a_garbled_filter_is_ignored_not_a_500(client, run, operator, query):
+    client.force_login(operator)
+    assert client.get(reverse("console:runs"), query).status_code == 200
+
+
+def test_an_outsider_sees_nothing(client, run, outsider):
+    client.force_login(outsider)
+    for url in (reverse("console:dashboard"), reverse("console:runs"), reverse("console:run", args=[run.pk])):
+        assert client.get(url).status_code == 403
+
+
+def test_someone_not_logged_in_is_sent_to_log_in(client, run):
+    page = client.get(reverse("console:run", args=[run.pk]))
+    assert page.status_code == 302 and page["Location"].startswith("/login/")
+
+
+def test_an_unknown_run_is_404(client, operator):
+    client.force_login(operator)
+    assert client.get(reverse("console:run", args=[999999])).status_code == 404
+
+
+def test_the_dashboard_shows_what_waits_for_an_approver(client, run, approver):
+    client.force_login(approver)
+    html = client.get(reverse("console:dashboard")).content.decode()
+    assert "ship it?" in html and f"run {run.pk}" in html
