@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import Max
 
 from engine.interpreter.state import StepStatus, Wait
+from forge.console.restart_plan import carried_steps
 from forge.runs.creation import compile_version
 from forge.runs.models import Approval, Run, RunEvent, StepResult
 
@@ -30,6 +31,7 @@ class Node:
     error_code: str | None = None
     why: str = ""
     child_run: int | None = None
+    carried: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -77,9 +79,11 @@ def run_view(run: Run) -> RunView:
     rows = {row.step: row for row in StepResult.objects.filter(run=run)}
     pending = {a.step: a for a in Approval.objects.filter(run=run, status=Approval.PENDING)}
     children = dict(Run.objects.filter(parent=run).values_list("parent_step", "pk"))
+    carried = carried_steps(run)
     nodes = []
     for spec in workflow.steps:
-        node = Node(id=spec.id, kind=spec.kind, deps=tuple(spec.deps), child_run=children.get(spec.id))
+        node = Node(id=spec.id, kind=spec.kind, deps=tuple(spec.deps), child_run=children.get(spec.id),
+                    carried=spec.id in carried)
         row = rows.get(spec.id)
         if row is not None:
             node.status, node.wait, node.attempt = row.status, row.wait, row.attempt

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth
 from django.urls import path
 
-from forge.console.views import pages, runs
+from forge.console.views import actions, pages, runs
 
 app_name = "console"
 
@@ -14,4 +14,7 @@ urlpatterns = [
     path("", pages.dashboard, name="dashboard"),
     path("runs/", runs.run_list, name="runs"),
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
+    path("runs/<int:run_id>/cancel/", actions.run_cancel, name="cancel"),
+    path("runs/<int:run_id>/restart/", actions.run_restart, name="restart"),
+    path("approvals/<int:approval_id>/decide/", actions.approval_decide, name="decide"),
 ]

@@ -10,10 +10,11 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
+from forge.accounts.roles import can
 from forge.console.run_view import run_view
 from forge.console.views.pages import require_view
 from forge.runs.models import RUN_STATUSES, Run
-from forge.runs.selectors import runs_for_user
+from forge.runs.selectors import may_decide, runs_for_user
 
 PER_PAGE = 50
 SORTS = {"id": "id", "-id": "-id", "workflow": "workflow__name", "-workflow": "-workflow__name",
@@ -59,5 +60,12 @@ def run_detail(request, run_id: int):
     run = get_object_or_404(runs_for_user(request.user).select_related("workflow", "version", "started_by"),
                             pk=run_id)
     view = run_view(run)
-    return render(request, "console/run.html", {"nav": "runs", "view": view, "run": run,
-                                                "graph": view.graph_json()})
+    user = request.user
+    running = [node.id for node in view.nodes if node.status in ("running", "waiting")]
+    stops = (f"Cancel run {run.pk}? " + (f"Running or waiting steps stop: {', '.join(running)}. " if running else "")
+             + "Steps not yet started never start.")
+    decisions = [(approval, may_decide(user, approval)) for approval in view.approvals]
+    return render(request, "console/run.html", {
+        "nav": "runs", "view": view, "run": run, "graph": view.graph_json(), "decisions": decisions,
+        "may_cancel": not run.finished and can(user, "run.cancel"), "cancel_says": stops,
+        "may_restart": run.finished and can(user, "run.restart")})

@@ -1,0 +1,88 @@
+"""What people do from the console: each a POST that calls one service (which checks permission and audits),
+then goes back to the page with what happened in words. A refusal changes nothing and says why."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from engine.interpreter import DECISIONS
+from forge.console.restart_plan import restart_plan
+from forge.console.views.pages import require_view
+from forge.runs import services
+from forge.runs.models import Approval
+from forge.runs.selectors import runs_for_user
+
+MAX_TEXT = 2000
+
+
+def _back(request, fallback: str):
+    target = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return redirect(target)
+    return redirect(fallback)
+
+
+def _run(request, run_id: int):
+    require_view(request)
+    return get_object_or_404(runs_for_user(request.user), pk=run_id)
+
+
+@login_required
+@require_POST
+def run_cancel(request, run_id: int):
+    run = _run(request, run_id)
+    try:
+        services.run_cancel(user=request.user, run=run, reason=request.POST.get("reason", "")[:MAX_TEXT])
+        messages.success(request, f"Run {run.pk} is being cancelled: its running steps are stopped.")
+    except (services.ServiceError, PermissionDenied) as exc:
+        messages.error(request, str(exc))
+    return redirect("console:run", run.pk)
+
+
+@login_required
+@require_POST
+def approval_decide(request, approval_id: int):
+    require_view(request)
+    approval = get_object_or_404(Approval.objects.filter(run__in=runs_for_user(request.user)), pk=approval_id)
+    decision = request.POST.get("decision", "")
+    allowed = list(approval.options or DECISIONS)
+    if decision not in allowed:
+        messages.error(request, f"choose one of {', '.join(allowed)}")
+    else:
+        try:
+            services.approval_decide(user=request.user, approval=approval, decision=decision,
+                                     comment=request.POST.get("comment", "")[:MAX_TEXT])
+            messages.success(request, f"{decision.capitalize()}: run {approval.run_id} / {approval.step}.")
+        except (services.ServiceError, PermissionDenied) as exc:
+            messages.error(request, str(exc))
+    return _back(request, reverse("console:run", args=[approval.run_id]))
+
+
+@login_required
+def run_restart(request, run_id: int):
+    """GET shows the plan; POST starts the restart, refused if the plan is no longer the one shown."""
+    run = _run(request, run_id)
+    step = (request.POST if request.method == "POST" else request.GET).get("step", "")
+    try:
+        plan = restart_plan(run, step)
+    except ValueError:
+        messages.error(request, f"the workflow has no step {step[:64]!r}")
+        return redirect("console:run", run.pk)
+    if request.method == "POST":
+        if request.POST.get("plan") != plan.fingerprint:
+            messages.error(request, "The plan changed since it was shown: read it again before restarting.")
+            return redirect(f"{reverse('console:restart', args=[run.pk])}?step={step}")
+        try:
+            new = services.run_restart(user=request.user, run=run, step=step)
+        except (services.ServiceError, PermissionDenied) as exc:
+            messages.error(request, str(exc))
+            return redirect("console:run", run.pk)
+        messages.success(request, f"Run {new.pk} restarts run {run.pk} from {step}.")
+        return redirect("console:run", new.pk)
+    return render(request, "console/restart.html", {"nav": "runs", "run": run, "plan": plan})
