@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth
 from django.urls import path
 
-from forge.console.views import actions, pages, runs
+from forge.console.views import actions, pages, runs, workflows
 
 app_name = "console"
 
@@ -12,6 +12,9 @@ urlpatterns = [
          name="login"),
     path("logout/", auth.LogoutView.as_view(), name="logout"),
     path("", pages.dashboard, name="dashboard"),
+    path("workflows/", workflows.workflow_list, name="workflows"),
+    path("workflows/<str:name>/", workflows.workflow_detail, name="workflow"),
+    path("schedules/<int:schedule_id>/toggle/", workflows.schedule_toggle, name="schedule_toggle"),
     path("runs/", runs.run_list, name="runs"),
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/cancel/", actions.run_cancel, name="cancel"),

@@ -1,0 +1,97 @@
+"""Workflows: the list, and a workflow's page with its versions, runs, schedules and the Run form."""
+
+from __future__ import annotations
+
+import difflib
+from datetime import timedelta
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Max, Q
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from forge.accounts.roles import can
+from forge.console.run_form import arg_fields, posted_args
+from forge.console.views.pages import require_view
+from forge.runs import services
+from forge.runs.models import Run
+from forge.runs.selectors import runs_for_user
+from forge.schedules import services as schedules
+from forge.schedules.models import Schedule
+from forge.workflows.models import Workflow
+
+
+@login_required
+def workflow_list(request):
+    require_view(request)
+    week_ago = timezone.now() - timedelta(days=7)
+    workflows = Workflow.objects.annotate(latest=Max("versions__number"),
+                                          runs_this_week=Count("runs", filter=Q(runs__created_at__gte=week_ago)),
+                                          last_run_id=Max("runs__id")).order_by("name")
+    last = dict(Run.objects.filter(pk__in=[w.last_run_id for w in workflows if w.last_run_id])
+                .values_list("pk", "status"))
+    rows = [(w, last.get(w.last_run_id)) for w in workflows]
+    return render(request, "console/workflows.html", {"nav": "workflows", "rows": rows})
+
+
+def _versions(workflow: Workflow) -> list[tuple]:
+    versions = list(workflow.versions.select_related("created_by").order_by("number"))
+    shown, before = [], None
+    for version in versions:
+        diff = "" if before is None else "".join(difflib.unified_diff(
+            before.source.splitlines(keepends=True), version.source.splitlines(keepends=True),
+            f"v{before.number}", f"v{version.number}"))
+        shown.append((version, diff))
+        before = version
+    return list(reversed(shown))
+
+
+@login_required
+def workflow_detail(request, name: str):
+    require_view(request)
+    workflow = get_object_or_404(Workflow, name=name)
+    version = workflow.latest_version()
+    if request.method == "POST":
+        return _start(request, workflow, version)
+    return _page(request, workflow, version, arg_fields(version) if version else [])
+
+
+def _page(request, workflow, version, fields, status: int = 200):
+    runs = runs_for_user(request.user).filter(workflow=workflow).select_related("version", "started_by")
+    return render(request, "console/workflow.html", {
+        "nav": "workflows", "workflow": workflow, "version": version, "fields": fields,
+        "versions": _versions(workflow), "runs": runs.order_by("-id")[:20],
+        "schedules": Schedule.objects.filter(workflow=workflow).order_by("pk"),
+        "may_run": can(request.user, "run.start"), "may_schedule": can(request.user, "schedule.manage"),
+    }, status=status)
+
+
+def _start(request, workflow, version):
+    if version is None:
+        messages.error(request, "This workflow has no saved version.")
+        return redirect("console:workflow", workflow.name)
+    try:
+        run = services.run_start(user=request.user, version=version, args=posted_args(version, request.POST),
+                                 args_from_text=True)
+    except (services.ServiceError, PermissionDenied) as exc:
+        messages.error(request, str(exc))
+        return _page(request, workflow, version, arg_fields(version, request.POST), status=400)
+    messages.success(request, f"Run {run.pk} of {version} started.")
+    return redirect("console:run", run.pk)
+
+
+@login_required
+@require_POST
+def schedule_toggle(request, schedule_id: int):
+    require_view(request)
+    schedule = get_object_or_404(Schedule.objects.select_related("workflow"), pk=schedule_id)
+    verb = schedules.schedule_pause if schedule.enabled else schedules.schedule_resume
+    try:
+        verb(user=request.user, schedule=schedule)
+        messages.success(request, f"Schedule {schedule.pk} {'paused' if schedule.enabled else 'resumed'}.")
+    except (schedules.ScheduleRejected, PermissionDenied) as exc:
+        messages.error(request, str(exc))
+    return redirect("console:workflow", schedule.workflow.name)
