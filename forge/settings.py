@@ -76,6 +76,7 @@ TEMPLATES = [{
         "django.template.context_processors.request",
         "django.contrib.auth.context_processors.auth",
         "django.contrib.messages.context_processors.messages",
+        "forge.console.context.top_bar",
     ]},
 }]
 

@@ -15,6 +15,7 @@ urlpatterns = [
     path("workflows/", workflows.workflow_list, name="workflows"),
     path("workflows/<str:name>/", workflows.workflow_detail, name="workflow"),
     path("schedules/<int:schedule_id>/toggle/", workflows.schedule_toggle, name="schedule_toggle"),
+    path("approvals/", pages.approvals, name="approvals"),
     path("runs/", runs.run_list, name="runs"),
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/cancel/", actions.run_cancel, name="cancel"),

@@ -47,7 +47,8 @@ def may_decide(user, approval: Approval) -> str | None:
 
 def approvals_for_user(user) -> list[Approval]:
     """The pending approvals `user` may decide, oldest first (`user` None: all of them)."""
-    pending = Approval.objects.filter(status=Approval.PENDING).select_related("run__workflow").order_by("id")
+    pending = (Approval.objects.filter(status=Approval.PENDING)
+               .select_related("run__workflow", "run__version", "run__started_by").order_by("id"))
     # Which groups may decide lives in each row's JSON list, which SQLite cannot query: the few pending rows
     # are checked here, by the same rule that guards the decision.
     return [approval for approval in pending if may_decide(user, approval) is None]

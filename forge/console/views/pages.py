@@ -8,6 +8,7 @@ from django.shortcuts import render
 
 from forge.accounts.roles import can
 from forge.console import dashboard as board
+from forge.console.inbox import inbox_for_user
 
 
 def require_view(request) -> None:
@@ -19,3 +20,9 @@ def require_view(request) -> None:
 def dashboard(request):
     require_view(request)
     return render(request, "console/dashboard.html", {"board": board.for_user(request.user)})
+
+
+@login_required
+def approvals(request):
+    require_view(request)
+    return render(request, "console/approvals.html", {"nav": "approvals", "items": inbox_for_user(request.user)})

@@ -74,3 +74,17 @@ def test_the_dashboard_shows_what_waits_for_an_approver(client, run, approver):
     client.force_login(approver)
     html = client.get(reverse("console:dashboard")).content.decode()
     assert "ship it?" in html and f"run {run.pk}" in html
+
+
+def test_the_inbox_shows_what_is_asked_who_started_it_and_what_it_decides_on(client, run, approver):
+    client.force_login(approver)
+    html = client.get(reverse("console:approvals")).content.decode()
+    assert "ship it?" in html and "Started by olive" in html
+    assert "<td>prepare</td>" in html and "{&quot;ready&quot;: true}" in html
+    assert '<span id="approvals-badge" class="badge">1</span>' in html
+
+
+def test_the_inbox_of_someone_who_may_not_decide_is_empty(client, run, operator):
+    client.force_login(operator)
+    html = client.get(reverse("console:approvals")).content.decode()
+    assert "Nothing waits for you." in html and "ship it?" not in html
