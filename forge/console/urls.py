@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth
 from django.urls import path
 
-from forge.console.views import actions, pages, runs, workflows
+from forge.console.views import actions, audit, pages, runs, workflows
 
 app_name = "console"
 
@@ -16,6 +16,7 @@ urlpatterns = [
     path("workflows/<str:name>/", workflows.workflow_detail, name="workflow"),
     path("schedules/<int:schedule_id>/toggle/", workflows.schedule_toggle, name="schedule_toggle"),
     path("approvals/", pages.approvals, name="approvals"),
+    path("audit/", audit.audit_list, name="audit"),
     path("runs/", runs.run_list, name="runs"),
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/cancel/", actions.run_cancel, name="cancel"),

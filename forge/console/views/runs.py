@@ -21,7 +21,7 @@ SORTS = {"id": "id", "-id": "-id", "workflow": "workflow__name", "-workflow": "-
          "status": "status", "-status": "-status", "created": "created_at", "-created": "-created_at"}
 
 
-def _day(text: str, end: bool = False) -> datetime | None:
+def day(text: str, end: bool = False) -> datetime | None:
     try:
         day = datetime.strptime(text, "%Y-%m-%d").date()
     except (TypeError, ValueError):
@@ -42,9 +42,9 @@ def run_list(request):
         runs = runs.filter(workflow__name=filters["workflow"])
     if filters["started_by"]:
         runs = runs.filter(started_by__username=filters["started_by"])
-    if since := _day(filters["since"]):
+    if since := day(filters["since"]):
         runs = runs.filter(created_at__gte=since)
-    if until := _day(filters["until"], end=True):
+    if until := day(filters["until"], end=True):
         runs = runs.filter(created_at__lte=until)
     sort = q.get("sort") if q.get("sort") in SORTS else "-id"
     page = Paginator(runs.order_by(SORTS[sort], "-id"), PER_PAGE).get_page(q.get("page"))

@@ -88,3 +88,17 @@ def test_the_inbox_of_someone_who_may_not_decide_is_empty(client, run, operator)
     client.force_login(operator)
     html = client.get(reverse("console:approvals")).content.decode()
     assert "Nothing waits for you." in html and "ship it?" not in html
+
+
+def test_the_audit_page_filters_by_run_person_and_code(client, run, operator):
+    client.force_login(operator)
+    html = client.get(reverse("console:audit"), {"run": run.pk, "actor": "olive"}).content.decode()
+    assert "forge.run.started" in html and "forge.approval.requested" not in html
+    html = client.get(reverse("console:audit"), {"code": "forge.approval."}).content.decode()
+    assert "forge.approval.requested" in html and "forge.run.started" not in html
+
+
+@pytest.mark.parametrize("query", [{"run": "x'; drop"}, {"since": "31/12/2030"}, {"page": "999"}])
+def test_a_garbled_audit_filter_is_ignored(client, run, operator, query):
+    client.force_login(operator)
+    assert client.get(reverse("console:audit"), query).status_code == 200
