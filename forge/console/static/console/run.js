@@ -131,7 +131,7 @@
 
   function drawGraph() {
     if (!window.cytoscape || !window.ELK) return;
-    const elk = new window.ELK({ workerUrl: document.getElementById("graph").dataset.static + "vendor/elkjs/elk-worker.min.js" });
+    const elk = new window.ELK({ workerUrl: document.getElementById("graph").dataset.elkWorker });
     const graph = { id: "root", layoutOptions: { "elk.algorithm": "layered", "elk.direction": "RIGHT",
                     "elk.layered.spacing.nodeNodeBetweenLayers": "40" },
                     children: data.nodes.map((n) => ({ id: n.id, width: 120, height: 44 })),
