@@ -7,11 +7,13 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from forge.accounts.roles import can
 from forge.console.run_view import run_view
+from forge.console.step_panel import step_panel
 from forge.console.views.pages import require_view
 from forge.runs.models import RUN_STATUSES, Run
 from forge.runs.selectors import may_decide, runs_for_user
@@ -69,3 +71,14 @@ def run_detail(request, run_id: int):
         "nav": "runs", "view": view, "run": run, "graph": view.graph_json(), "decisions": decisions,
         "may_cancel": not run.finished and can(user, "run.cancel"), "cancel_says": stops,
         "may_restart": run.finished and can(user, "run.restart")})
+
+
+@login_required
+def step_detail(request, run_id: int, step: str):
+    """The step panel: a fragment the run view loads beside the graph."""
+    require_view(request)
+    run = get_object_or_404(runs_for_user(request.user), pk=run_id)
+    panel = step_panel(run, step)
+    if panel is None:
+        raise Http404(f"run {run.pk} has no step {step[:64]!r}")
+    return render(request, "console/step_panel.html", {"panel": panel, "run": run})

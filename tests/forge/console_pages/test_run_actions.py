@@ -108,3 +108,26 @@ def test_an_approver_may_not_restart(client, failed, approver):
     page = client.post(reverse("console:restart", args=[failed.pk]), {"step": "load", "plan": fingerprint},
                        follow=True)
     assert "may not restart" in page.content.decode() and Run.objects.count() == 1
+
+
+def test_the_step_panel_shows_each_attempt_with_its_error_and_what_the_step_returned(client, failed, operator):
+    client.force_login(operator)
+    html = client.get(reverse("console:step", args=[failed.pk, "load"])).content.decode()
+    assert html.count("disk full") >= 2  # the step's error, and its last attempt's
+    assert re.search(r"<tr><td>1</td>", html)
+    fetched = client.get(reverse("console:step", args=[failed.pk, "fetch"])).content.decode()
+    assert "&quot;rows&quot;: 3" in fetched
+
+
+def test_the_step_panel_of_an_approval_says_who_decided_and_why(client, waiting, approver):
+    client.force_login(approver)
+    approval = Approval.objects.get(run=waiting)
+    client.post(reverse("console:decide", args=[approval.pk]), {"decision": "reject", "comment": "not this one"})
+    fast_forward(waiting)
+    html = client.get(reverse("console:step", args=[waiting.pk, "sign_off"])).content.decode()
+    assert "Rejected by april" in html and "not this one" in html
+
+
+def test_a_step_the_run_lacks_is_404(client, failed, operator):
+    client.force_login(operator)
+    assert client.get(reverse("console:step", args=[failed.pk, "nosuch"])).status_code == 404

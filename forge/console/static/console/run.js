@@ -57,6 +57,24 @@
     }
   }
 
+  const panel = document.getElementById("step-panel");
+  let openStep = null;
+  let panelTimer = 0;
+
+  function openPanel(step) {
+    openStep = step;
+    clearTimeout(panelTimer);
+    fetch(panel.dataset.url + encodeURIComponent(step) + "/", { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.text() : Promise.reject(r.status)))
+      .then((html) => { if (openStep === step) panel.innerHTML = html; })
+      .catch(() => { panel.textContent = "Could not load step " + step + "."; });
+  }
+  live.openPanel = openPanel;
+  document.addEventListener("click", (e) => {
+    const link = e.target.closest("[data-open-step]");
+    if (link) openPanel(link.dataset.openStep);
+  });
+
   function apply(batch) {
     const touched = new Set();
     for (const event of batch) {
@@ -76,6 +94,10 @@
     }
     const draw = () => touched.forEach((id) => { const n = nodes.get(id); showNode(n, why(n)); });
     if (live.cy) live.cy.batch(draw); else draw();
+    if (openStep && batch.some((e) => e.step === openStep)) {
+      clearTimeout(panelTimer);
+      panelTimer = setTimeout(() => openPanel(openStep), 250); // one reload for a burst of its events
+    }
   }
 
   function snapshot(message) {
@@ -156,7 +178,7 @@
           { selector: ".status-skipped, .status-cancelled", style: { opacity: 0.45 } },
         ],
       });
-      live.cy.on("tap", "node", (e) => document.querySelector('tr[data-step="' + CSS.escape(e.target.id()) + '"]')?.scrollIntoView({ block: "center" }));
+      live.cy.on("tap", "node", (e) => openPanel(e.target.id()));
     });
   }
 

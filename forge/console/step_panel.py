@@ -1,0 +1,68 @@
+"""One step of a run, in full: its attempts (timings, error, governance decisions), what it was given, what it
+returned, and its approval. Read from the step's row, its RunEvents and its approval rows."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from engine.interpreter.state import StepStatus
+from forge.runs.models import Approval, Run, RunEvent, StepResult
+
+
+@dataclass
+class Attempt:
+    number: int
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    status: str = ""
+    error: str | None = None
+    error_code: str | None = None
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def seconds(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+
+@dataclass
+class StepPanel:
+    run: Run
+    row: StepResult
+    attempts: list[Attempt]
+    given: str  # what the engine asked the agent to do, as JSON
+    outputs: str
+    approvals: list[Approval]
+
+
+def _json(value: Any) -> str:
+    return "" if value in (None, {}, []) else json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
+
+
+def step_panel(run: Run, step: str) -> StepPanel | None:
+    row = StepResult.objects.filter(run=run, step=step).first()
+    if row is None:
+        return None
+    attempts: dict[int, Attempt] = {}
+    for event in RunEvent.objects.filter(run=run, step=step, kind__in=("step", "governance")).order_by("id"):
+        number = event.data.get("attempt") or 0
+        if number < 1:
+            continue
+        attempt = attempts.setdefault(number, Attempt(number))
+        if event.kind == "governance":
+            attempt.decisions.append({k: event.data.get(k) for k in ("gate", "outcome", "code", "message")})
+            continue
+        status = event.data.get("status", "")
+        if status == StepStatus.RUNNING and attempt.started_at is None:
+            attempt.started_at = event.at
+        if status in StepStatus.TERMINAL or status == "failed" or event.data.get("error"):
+            attempt.finished_at = event.at
+            attempt.error, attempt.error_code = event.data.get("error"), event.data.get("error_code")
+        attempt.status = status
+    approvals = list(Approval.objects.filter(run=run, step=step).select_related("decided_by").order_by("id"))
+    return StepPanel(run=run, row=row, attempts=[attempts[n] for n in sorted(attempts)],
+                     given=_json(row.dispatch), outputs=_json(row.outputs), approvals=approvals)
