@@ -14,6 +14,7 @@ from django.utils import timezone
 from forge.accounts.roles import can
 from forge.console.run_view import run_view
 from forge.console.step_panel import step_panel
+from forge.console.timeline import timeline
 from forge.console.views.pages import require_view
 from forge.runs.models import RUN_STATUSES, Run
 from forge.runs.selectors import may_decide, runs_for_user
@@ -67,10 +68,11 @@ def run_detail(request, run_id: int):
     stops = (f"Cancel run {run.pk}? " + (f"Running or waiting steps stop: {', '.join(running)}. " if running else "")
              + "Steps not yet started never start.")
     decisions = [(approval, may_decide(user, approval)) for approval in view.approvals]
+    bars, span = timeline(run)
     return render(request, "console/run.html", {
         "nav": "runs", "view": view, "run": run, "graph": view.graph_json(), "decisions": decisions,
         "may_cancel": not run.finished and can(user, "run.cancel"), "cancel_says": stops,
-        "may_restart": run.finished and can(user, "run.restart")})
+        "may_restart": run.finished and can(user, "run.restart"), "bars": bars, "span": span})
 
 
 @login_required
@@ -82,3 +84,11 @@ def step_detail(request, run_id: int, step: str):
     if panel is None:
         raise Http404(f"run {run.pk} has no step {step[:64]!r}")
     return render(request, "console/step_panel.html", {"panel": panel, "run": run})
+
+
+@login_required
+def run_timeline(request, run_id: int):
+    require_view(request)
+    run = get_object_or_404(runs_for_user(request.user), pk=run_id)
+    bars, span = timeline(run)
+    return render(request, "console/timeline.html", {"bars": bars, "span": span})

@@ -70,6 +70,14 @@
       .catch(() => { panel.textContent = "Could not load step " + step + "."; });
   }
   live.openPanel = openPanel;
+  const timelineCard = document.getElementById("timeline-card");
+  let timelineTimer = 0;
+  function reloadTimeline() {
+    fetch(timelineCard.dataset.url, { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.text() : Promise.reject(r.status)))
+      .then((html) => { document.getElementById("timeline").outerHTML = html; })
+      .catch(() => {});
+  }
   document.addEventListener("click", (e) => {
     const link = e.target.closest("[data-open-step]");
     if (link) openPanel(link.dataset.openStep);
@@ -94,6 +102,10 @@
     }
     const draw = () => touched.forEach((id) => { const n = nodes.get(id); showNode(n, why(n)); });
     if (live.cy) live.cy.batch(draw); else draw();
+    if (batch.some((e) => e.kind === "step" || e.kind === "run")) {
+      clearTimeout(timelineTimer);
+      timelineTimer = setTimeout(reloadTimeline, 500);
+    }
     if (openStep && batch.some((e) => e.step === openStep)) {
       clearTimeout(panelTimer);
       panelTimer = setTimeout(() => openPanel(openStep), 250); // one reload for a burst of its events
