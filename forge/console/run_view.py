@@ -46,6 +46,7 @@ class RunView:
 
     def graph_json(self) -> dict[str, Any]:
         return {"run": self.run.pk, "status": self.run.status, "last_event_id": self.last_event_id,
+                "layout_key": f"forge-layout:{self.run.version.content_hash}",
                 "nodes": [node.to_json() for node in self.nodes]}
 
 

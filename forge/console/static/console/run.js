@@ -165,17 +165,26 @@
 
   function drawGraph() {
     if (!window.cytoscape || !window.ELK) return;
+    // A version's layout is computed once, in a worker, and kept by its content hash: a status change only
+    // toggles classes, never lays out again.
     const elk = new window.ELK({ workerUrl: document.getElementById("graph").dataset.elkWorker });
     const graph = { id: "root", layoutOptions: { "elk.algorithm": "layered", "elk.direction": "RIGHT",
                     "elk.layered.spacing.nodeNodeBetweenLayers": "40" },
                     children: data.nodes.map((n) => ({ id: n.id, width: 120, height: 44 })),
                     edges: data.nodes.flatMap((n) => n.deps.map((d) => ({ id: d + "->" + n.id, sources: [d], targets: [n.id] }))) };
-    elk.layout(graph).then((laid) => {
-      const at = new Map(laid.children.map((c) => [c.id, { x: c.x + c.width / 2, y: c.y + c.height / 2 }]));
+    const stored = (() => { try { return JSON.parse(localStorage.getItem(data.layout_key) || "null"); } catch (e) { return null; } })();
+    const laidOut = stored && data.nodes.every((n) => stored[n.id]) ? Promise.resolve(stored)
+      : elk.layout(graph).then((laid) => {
+          const positions = Object.fromEntries(laid.children.map((c) => [c.id, { x: c.x + c.width / 2, y: c.y + c.height / 2 }]));
+          try { localStorage.setItem(data.layout_key, JSON.stringify(positions)); } catch (e) { /* storage full: lay out again next time */ }
+          return positions;
+        });
+    laidOut.then((positions) => {
+      const at = new Map(Object.entries(positions));
       live.cy = window.cytoscape({
         container: document.getElementById("graph"),
         elements: [
-          ...data.nodes.map((n) => ({ data: { id: n.id, label: n.id + "\n" + n.status }, position: at.get(n.id), classes: "status-" + n.status })),
+          ...[...nodes.values()].map((n) => ({ data: { id: n.id, label: n.id + "\n" + n.status }, position: at.get(n.id), classes: "status-" + n.status })),
           ...data.nodes.flatMap((n) => n.deps.map((d) => ({ data: { id: d + "->" + n.id, source: d, target: n.id } }))),
         ],
         layout: { name: "preset" },
