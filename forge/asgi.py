@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels."""
+"""ASGI entry point: HTTP through Django, websockets through Channels (logged-in sessions, this site's
+origins only)."""
 
 import os
 
@@ -7,6 +8,13 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "forge.settings")
 django_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402  (Django must be set up first)
+from channels.auth import AuthMiddlewareStack  # noqa: E402  (Django must be set up first)
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_app})
+from forge.console.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter({
+    "http": django_app,
+    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+})

@@ -156,6 +156,10 @@ FORGE_LEASE_S = env_int("FORGE_LEASE_S", 30, minimum=2)
 FORGE_TICK_S = env_float("FORGE_TICK_S", 0.1, minimum=0.01)
 FORGE_RECOVERY_S = env_float("FORGE_RECOVERY_S", 5, minimum=0.1)
 FORGE_SCHEDULES_S = env_float("FORGE_SCHEDULES_S", 1, minimum=0.01)
+# Live views read new events when woken and at least this often (the embedded default has no cross-process
+# wake-up: the poll is what updates its pages).
+FORGE_LIVE_POLL_S = env_float("FORGE_LIVE_POLL_S", 2.0 if REDIS_URL else 0.2, minimum=0.02)
+FORGE_LIVE_REPLAY_MAX = env_int("FORGE_LIVE_REPLAY_MAX", 5000, minimum=1)
 FORGE_ORM_BUSY_S = env_float("FORGE_ORM_BUSY_S", 1.0, minimum=0)
 FORGE_ORM_BUSY_POLL_S = env_float("FORGE_ORM_BUSY_POLL_S", 0.005, minimum=0.001)
 FORGE_GOVERNANCE_REFRESH_S = env_float("FORGE_GOVERNANCE_REFRESH_S", 1.0, minimum=0)

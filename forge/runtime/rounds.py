@@ -18,6 +18,7 @@ from django.utils import timezone
 from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
 from engine.interpreter.machine import EventRejected
+from forge import live
 from forge.runs.models import Approval, Checkpoint, Run, RunEvent, RunInput, StepResult
 from forge.runtime import bridge, children, dispatch, inbox, leases, store
 from forge.runtime.completion import Completion, Outcome, record_completion
@@ -234,6 +235,9 @@ class Round:
         self._checkpoint()
         for callback in effects.after_commit:
             transaction.on_commit(callback)
+        if effects.events:
+            run_id, approvals = run.pk, any(event.kind == "approval" for event in effects.events)
+            transaction.on_commit(lambda: live.wake(run_id, approvals=approvals))
 
     def _step_write(self, state, step: str, extra: dict) -> store.Statement:
         st = state.steps[step]

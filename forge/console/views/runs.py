@@ -72,7 +72,7 @@ def run_detail(request, run_id: int):
     return render(request, "console/run.html", {
         "nav": "runs", "view": view, "run": run, "graph": view.graph_json(), "decisions": decisions,
         "may_cancel": not run.finished and can(user, "run.cancel"), "cancel_says": stops,
-        "may_restart": run.finished and can(user, "run.restart"), "bars": bars, "span": span})
+        "may_restart": can(user, "run.restart"), "bars": bars, "span": span})
 
 
 @login_required

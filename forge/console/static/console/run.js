@@ -37,6 +37,16 @@
     return "";
   }
 
+  function showRun(status) {
+    live.runStatus = status;
+    setStatus(runStatus, status);
+    if (status === "completed" || status === "failed" || status === "cancelled") {
+      document.getElementById("cancel-form")?.remove();
+      document.querySelectorAll("[data-approval-key]").forEach((card) => card.remove());
+      document.querySelectorAll(".restart[hidden]").forEach((cell) => { cell.hidden = false; });
+    }
+  }
+
   function setStatus(el, status) {
     el.textContent = status;
     el.className = "status status-" + status;
@@ -96,8 +106,9 @@
         touched.add(node.id);
         for (const other of nodes.values()) if (other.deps.includes(node.id)) touched.add(other.id);
       } else if (event.kind === "run") {
-        live.runStatus = event.data.status;
-        setStatus(runStatus, event.data.status);
+        showRun(event.data.status);
+      } else if (event.kind === "approval" && event.data.status !== "pending") {
+        document.querySelectorAll('[data-approval-key="' + CSS.escape(String(event.data.approval)) + '"]').forEach((card) => card.remove());
       }
     }
     const draw = () => touched.forEach((id) => { const n = nodes.get(id); showNode(n, why(n)); });
@@ -117,8 +128,7 @@
       if (nodes.has(id)) Object.assign(nodes.get(id), step);
     }
     live.lastApplied = message.last_id;
-    live.runStatus = message.run.status;
-    setStatus(runStatus, message.run.status);
+    showRun(message.run.status);
     const draw = () => nodes.forEach((n) => showNode(n, why(n)));
     if (live.cy) live.cy.batch(draw); else draw();
   }
@@ -153,8 +163,9 @@
         snapshot(payload);
       }
     };
-    socket.onclose = () => {
+    socket.onclose = (closed) => {
       if (frame) { cancelAnimationFrame(frame); flush(); }
+      if (closed.code === 4403 || closed.code === 4404) { badge.dataset.state = "stale"; badge.textContent = "not allowed to watch this run"; return; }
       lostAt = lostAt || new Date();
       setBadge(retry >= 3 ? "stale" : "reconnecting");
       const delay = Math.min(10000, 250 * 2 ** retry);

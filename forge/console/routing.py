@@ -1,0 +1,5 @@
+from django.urls import path
+
+from forge.console.consumers import RunStream
+
+websocket_urlpatterns = [path("ws/runs/<int:run_id>/", RunStream.as_asgi())]

@@ -1,0 +1,47 @@
+"""What the live stream reads: who may watch a run, its events after an id, and a snapshot from rows when
+the backlog is too long to replay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Max
+
+from forge.accounts.roles import can
+from forge.runs.models import Run, RunEvent, StepResult
+from forge.runs.selectors import runs_for_user
+
+CHUNK = 500
+FORBIDDEN, MISSING = "forbidden", "missing"
+
+
+def may_watch(user, run_id: int) -> str | None:
+    """None when `user` may watch the run; else FORBIDDEN or MISSING (told only to those who may see runs)."""
+    if user is None or not user.is_authenticated:
+        return FORBIDDEN
+    if runs_for_user(user).filter(pk=run_id).exists():
+        return None
+    return MISSING if can(user, "run.view") else FORBIDDEN
+
+
+def events_after(run_id: int, after: int) -> list[dict[str, Any]]:
+    rows = (RunEvent.objects.filter(run_id=run_id, id__gt=after).order_by("id")
+            .values_list("id", "kind", "step", "data", "at")[:CHUNK])
+    return [{"id": i, "kind": kind, "step": step, "data": data, "at": at.isoformat()} for i, kind, step, data, at in rows]
+
+
+def snapshot_if_too_far(run_id: int, after: int) -> dict[str, Any] | None:
+    """A snapshot of the run's rows when more than FORGE_LIVE_REPLAY_MAX events came after `after`."""
+    backlog = RunEvent.objects.filter(run_id=run_id, id__gt=after).order_by("id")[:settings.FORGE_LIVE_REPLAY_MAX + 1]
+    if backlog.count() <= settings.FORGE_LIVE_REPLAY_MAX:
+        return None
+    # The last id first, the rows after: an event committed in between is sent again and sets the same values.
+    last = RunEvent.objects.filter(run_id=run_id).aggregate(last=Max("id"))["last"] or 0
+    run = Run.objects.get(pk=run_id)
+    steps = {row["step"]: row for row in StepResult.objects.filter(run_id=run_id).values(
+        "step", "status", "wait", "attempt", "error", "error_code")}
+    for row in steps.values():
+        del row["step"]
+    return {"type": "snapshot", "last_id": last, "run": {"status": run.status, "error": run.error,
+                                                          "error_code": run.error_code}, "steps": steps}
