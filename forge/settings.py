@@ -136,8 +136,11 @@ Q_CLUSTER = {
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
     Q_CLUSTER["broker_class"] = "forge.runtime.broker.TickingRedis"
+    # channels_redis waits on a 5 s blocking pop; redis-py 8 reads with a 5 s socket timeout by default, which
+    # fires first and tears every idle websocket down (channels_redis#422). Reads wait longer than the pop.
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                  "CONFIG": {"hosts": [REDIS_URL]}}}
+                                  "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30,
+                                                        "socket_connect_timeout": 5}]}}}
 else:
     Q_CLUSTER["orm"] = "default"
     Q_CLUSTER["broker_class"] = "forge.runtime.broker.TickingORM"

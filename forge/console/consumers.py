@@ -24,6 +24,7 @@ from forge.live import run_group
 
 log = logging.getLogger(__name__)
 FORBIDDEN, NOT_FOUND = 4403, 4404
+LAYER_TIMEOUT_S = 5
 
 
 def _after(scope) -> int:
@@ -46,14 +47,20 @@ class RunStream(AsyncWebsocketConsumer):
         if verdict is not None:
             await self.close(code=FORBIDDEN if verdict == stream.FORBIDDEN else NOT_FOUND)
             return
-        await self.channel_layer.group_add(self.group, self.channel_name)  # before the replay: see above
-        await self.push(first=True)
         self.poller = asyncio.ensure_future(self.poll())
+        try:  # before the replay: see above
+            await asyncio.wait_for(self.channel_layer.group_add(self.group, self.channel_name), LAYER_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - without wake-ups the poll still brings every event, only later
+            log.warning("run %s: joining its group failed; polling only", self.run_id, exc_info=True)
+        await self.push(first=True)
 
     async def disconnect(self, code):
         if self.poller is not None:
             self.poller.cancel()
-        await self.channel_layer.group_discard(self.group, self.channel_name)
+        try:
+            await asyncio.wait_for(self.channel_layer.group_discard(self.group, self.channel_name), LAYER_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - the group forgets it when its membership expires
+            log.warning("run %s: leaving its group failed", self.run_id, exc_info=True)
 
     async def receive(self, text_data=None, bytes_data=None):
         try:

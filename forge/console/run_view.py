@@ -76,6 +76,10 @@ def why_not_running(node: Node, by_id: dict[str, Node], approval: Approval | Non
 
 
 def run_view(run: Run) -> RunView:
+    # The last event id first, the rows after: a round that commits in between is then replayed by the
+    # socket (setting the same values again) instead of being counted as shown when the rows predate it.
+    last = RunEvent.objects.filter(run=run).aggregate(last=Max("id"))["last"] or 0
+    run.refresh_from_db(fields=["status", "error", "error_code", "finished_at"])
     workflow, _ = compile_version(run.version)
     rows = {row.step: row for row in StepResult.objects.filter(run=run)}
     pending = {a.step: a for a in Approval.objects.filter(run=run, status=Approval.PENDING)}
@@ -95,5 +99,4 @@ def run_view(run: Run) -> RunView:
     by_id = {node.id: node for node in nodes}
     for node in nodes:
         node.why = why_not_running(node, by_id, pending.get(node.id))
-    last = RunEvent.objects.filter(run=run).aggregate(last=Max("id"))["last"] or 0
     return RunView(run=run, nodes=nodes, last_event_id=last, approvals=list(pending.values()))

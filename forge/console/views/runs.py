@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
@@ -92,3 +92,11 @@ def run_timeline(request, run_id: int):
     run = get_object_or_404(runs_for_user(request.user), pk=run_id)
     bars, span = timeline(run)
     return render(request, "console/timeline.html", {"bars": bars, "span": span})
+
+
+@login_required
+def run_why(request, run_id: int):
+    """Why each step is not running, as the run view says it (the page asks again after a change)."""
+    require_view(request)
+    run = get_object_or_404(runs_for_user(request.user).select_related("version"), pk=run_id)
+    return JsonResponse({node.id: node.why for node in run_view(run).nodes})

@@ -80,6 +80,18 @@
       .catch(() => { panel.textContent = "Could not load step " + step + "."; });
   }
   live.openPanel = openPanel;
+  let whyTimer = 0;
+  function reloadWhy() {
+    fetch(document.getElementById("steps-card").dataset.why, { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
+      .then((sentences) => {
+        for (const [step, sentence] of Object.entries(sentences)) {
+          const cell = rows.get(step)?.querySelector('[data-field="why"]');
+          if (cell) cell.textContent = sentence;
+        }
+      })
+      .catch(() => {});
+  }
   const timelineCard = document.getElementById("timeline-card");
   let timelineTimer = 0;
   function reloadTimeline() {
@@ -116,6 +128,8 @@
     if (batch.some((e) => e.kind === "step" || e.kind === "run")) {
       clearTimeout(timelineTimer);
       timelineTimer = setTimeout(reloadTimeline, 500);
+      clearTimeout(whyTimer);
+      whyTimer = setTimeout(reloadWhy, 200); // the server's sentence names approvers, deadlines and gates
     }
     if (openStep && batch.some((e) => e.step === openStep)) {
       clearTimeout(panelTimer);
@@ -151,8 +165,16 @@
     const scheme = location.protocol === "https:" ? "wss://" : "ws://";
     socket = new WebSocket(scheme + location.host + "/ws/runs/" + data.run + "/?after=" + live.lastApplied);
     live.socket = socket;
-    socket.onopen = () => { retry = 0; lostAt = null; setBadge("live"); };
+    let heard = Date.now();
+    const heartbeat = setInterval(() => {
+      // A socket that stays open but says nothing may be dead: ask, and start again if no answer comes.
+      if (socket.readyState !== WebSocket.OPEN) return;
+      if (Date.now() - heard > 15000) { socket.close(); return; }
+      if (Date.now() - heard > 10000) socket.send('{"type": "ping"}');
+    }, 2500);
+    socket.onopen = () => { retry = 0; lostAt = null; heard = Date.now(); setBadge("live"); };
     socket.onmessage = (message) => {
+      heard = Date.now();
       let payload;
       try { payload = JSON.parse(message.data); } catch (e) { return; }
       if (payload.type === "events") {
@@ -164,6 +186,7 @@
       }
     };
     socket.onclose = (closed) => {
+      clearInterval(heartbeat);
       if (frame) { cancelAnimationFrame(frame); flush(); }
       if (closed.code === 4403 || closed.code === 4404) { badge.dataset.state = "stale"; badge.textContent = "not allowed to watch this run"; return; }
       lostAt = lostAt || new Date();

@@ -1,0 +1,29 @@
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.browser.console import CHROMIUM, Console
+from tests.cluster.harness import Deployment
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def console(request, tmp_path):
+    """A console on the embedded default, then on PostgreSQL + Redis; screenshots go to FORGE_SCREENSHOTS or
+    the test's folder."""
+    shots = Path(os.environ.get("FORGE_SCREENSHOTS") or tmp_path / "shots") / request.param
+    shots.mkdir(parents=True, exist_ok=True)
+    deployment = Deployment(tmp_path, request.param, FORGE_PYTHON_CALLABLES="forge.runs.callables.noop")
+    try:
+        yield Console(deployment, shots)
+    finally:
+        deployment.close()

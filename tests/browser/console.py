@@ -1,0 +1,75 @@
+"""A real console for browser tests: a deployment (tests/cluster/harness.py) with its cluster, daphne in front
+of it, and the cast of people with passwords, driven by Debian's Chromium through Playwright."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+from tests.cluster.harness import PYTHON, ROOT, Deployment
+
+PEOPLE = {"olive": ("Operators",), "april": ("Approvers",), "adam": ("Admins",), "otto": ()}
+PASSWORD = "pw-{}-console"
+CHROMIUM = "/usr/bin/chromium"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Console:
+    def __init__(self, deployment: Deployment, shots: Path):
+        self.deployment = deployment
+        self.shots = shots
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.daphne: subprocess.Popen | None = None
+        deployment.env.update({"FORGE_SSL_REDIRECT": "0", "FORGE_SECURE_COOKIES": "0"})
+        deployment.manage("collectstatic", "--no-input", "-v0")  # as bin/serve does: pages name hashed files
+        deployment.query("from django.contrib.auth.models import Group, User\n" + "".join(
+            f"u = User.objects.create_user({name!r}, password={PASSWORD.format(name)!r}, is_staff={name == 'adam'})\n"
+            + "".join(f"u.groups.add(Group.objects.get(name={group!r}))\n" for group in groups)
+            for name, groups in PEOPLE.items()) + "result = True")
+        deployment.start_cluster()
+        self.start_daphne()
+
+    def start_daphne(self) -> None:
+        log = open(self.deployment.workdir / f"daphne-{time.monotonic_ns()}.log", "w")
+        self.daphne = subprocess.Popen([PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
+                                        "forge.asgi:application"], cwd=ROOT, env=self.deployment.env, stdout=log,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+        self.deployment.processes.append(self.daphne)
+        self.deployment.until(self._answers, timeout=120, what="daphne answers")
+
+    def _answers(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.url + "/login/", timeout=5) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    def restart_daphne(self) -> None:
+        self.deployment.kill(self.daphne)
+        self.start_daphne()
+
+    def login(self, browser, name: str):
+        """A new browser context logged in as `name` through the login form; its page."""
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(self.url + "/login/")
+        page.fill("#id_username", name)
+        page.fill("#id_password", PASSWORD.format(name))
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+        return page
+
+    def shot(self, page, name: str) -> Path:
+        path = self.shots / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
