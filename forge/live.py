@@ -4,18 +4,28 @@ A wake-up carries no data: it tells the consumers of a run's page (group `run-<i
 inbox (group `approvals`) to read what is new from the database, which stays the only truth. channels_redis
 drops messages over its capacity, and the in-memory layer of the embedded default does not cross from the
 cluster's processes to daphne's, so consumers also poll (FORGE_LIVE_POLL_S): a wake-up only makes them sooner.
+
+Sending costs milliseconds (an event loop and Redis round trips), so a round only notes the group; one
+thread per process sends what was noted, once per group however many rounds noted it meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import threading
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 
 log = logging.getLogger(__name__)
 APPROVALS = "approvals"
+
+_lock = threading.Lock()
+_noted: set[str] = set()
+_ready = threading.Event()
+_sender: tuple[int, threading.Thread] | None = None  # (pid, thread): a forked worker starts its own
 
 
 def run_group(run_id: int) -> str:
@@ -26,10 +36,29 @@ def wake(run_id: int, *, approvals: bool = False) -> None:
     """Tell the run's live views, and the approvals inbox when an approval changed, to look again."""
     if not settings.REDIS_URL:
         return  # the in-memory layer reaches no other process: the consumers' poll is what updates them
-    layer = get_channel_layer()
-    groups = [run_group(run_id)] + ([APPROVALS] if approvals else [])
-    for group in groups:
-        try:
-            async_to_sync(layer.group_send)(group, {"type": "wake"})
-        except Exception:  # noqa: BLE001 - a lost wake-up costs one poll interval, never the round
-            log.warning("could not wake the live views of %s", group, exc_info=True)
+    global _sender
+    with _lock:
+        _noted.add(run_group(run_id))
+        if approvals:
+            _noted.add(APPROVALS)
+        if _sender is None or _sender[0] != os.getpid() or not _sender[1].is_alive():
+            thread = threading.Thread(target=_send_forever, name="forge-live-wake", daemon=True)
+            _sender = (os.getpid(), thread)
+            thread.start()
+    _ready.set()
+
+
+def _send_forever() -> None:
+    loop = asyncio.new_event_loop()
+    while True:
+        _ready.wait()
+        with _lock:
+            _ready.clear()
+            groups = sorted(_noted)
+            _noted.clear()
+        layer = get_channel_layer()
+        for group in groups:
+            try:
+                loop.run_until_complete(layer.group_send(group, {"type": "wake"}))
+            except Exception:  # noqa: BLE001 - a lost wake-up costs one poll interval, never a round
+                log.warning("could not wake the live views of %s", group, exc_info=True)

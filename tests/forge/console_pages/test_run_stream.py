@@ -2,6 +2,7 @@
 id the page shows, then what comes after, never an id twice or skipped, and only to those who may see it."""
 
 import functools
+import time
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
@@ -157,4 +158,7 @@ def test_a_round_s_commit_wakes_the_run_s_page_and_the_inbox(save_workflow, oper
     monkeypatch.setattr("forge.live.get_channel_layer", Layer)
     with override_settings(REDIS_URL="redis://127.0.0.1:6379/0"):
         run = services.run_start(user=operator, version=save_workflow(APPROVAL))  # its rounds run on commit
-    assert (f"run-{run.pk}", "wake") in sent and ("approvals", "wake") in sent
+        deadline = time.monotonic() + 60  # the sender thread sends soon after the commit
+        while not {(f"run-{run.pk}", "wake"), ("approvals", "wake")} <= set(sent) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert {(f"run-{run.pk}", "wake"), ("approvals", "wake")} <= set(sent)
