@@ -116,6 +116,7 @@
         Object.assign(node, { status: event.data.status, attempt: event.data.attempt, wait: event.data.wait,
                               error: event.data.error, error_code: event.data.error_code });
         touched.add(node.id);
+        if (live.runStatus === "pending") showRun("running"); // a step moved: the run has started
         for (const other of nodes.values()) if (other.deps.includes(node.id)) touched.add(other.id);
       } else if (event.kind === "run") {
         showRun(event.data.status);
