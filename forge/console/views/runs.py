@@ -54,7 +54,7 @@ def run_list(request):
     query = urlencode({k: v for k, v in filters.items() if v})
     return render(request, "console/runs.html", {
         "nav": "runs", "page": page, "filters": filters, "sort": sort, "statuses": [s for s, _ in RUN_STATUSES],
-        "query": query})
+        "query": query, "query_sorted": f"{query}&sort={sort}" if query else f"sort={sort}"})
 
 
 @login_required
