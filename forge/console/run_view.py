@@ -12,6 +12,7 @@ from engine.interpreter.state import StepStatus, Wait
 from forge.console.restart_plan import carried_steps
 from forge.runs.creation import compile_version
 from forge.runs.models import Approval, Run, RunEvent, StepResult
+from forge.workflows.layouts import layout_of
 
 SKIPPED_LIKE = {StepStatus.SKIPPED, StepStatus.CANCELLED}
 
@@ -46,7 +47,7 @@ class RunView:
 
     def graph_json(self) -> dict[str, Any]:
         return {"run": self.run.pk, "status": self.run.status, "last_event_id": self.last_event_id,
-                "layout_key": f"forge-layout:{self.run.version.content_hash}",
+                "layout": layout_of(self.run.version.content_hash),
                 "nodes": [node.to_json() for node in self.nodes]}
 
 

@@ -25,4 +25,5 @@ urlpatterns = [
     path("runs/<int:run_id>/cancel/", actions.run_cancel, name="cancel"),
     path("runs/<int:run_id>/restart/", actions.run_restart, name="restart"),
     path("approvals/<int:approval_id>/decide/", actions.approval_decide, name="decide"),
+    path("layouts/<str:content_hash>/", workflows.layout_keep, name="layout"),
 ]

@@ -89,3 +89,15 @@ class StepLibraryEntry(models.Model):
     def clean(self):
         if not isinstance(self.definition, dict):
             raise ValidationError({"definition": "a library step is a JSON object of step fields"})
+
+
+class GraphLayout(models.Model):
+    """Where each step of a version's graph is drawn, computed once (by the first browser that draws it) and
+    kept by the version's content hash, so every later page draws at once and a status change never lays out."""
+
+    content_hash = models.CharField(max_length=64, unique=True)
+    positions = models.JSONField(help_text='step id -> {"x": number, "y": number}')
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"layout {self.content_hash[:12]}"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import json
 from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Max, Q
+from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -21,7 +23,8 @@ from forge.runs.models import Run
 from forge.runs.selectors import runs_for_user
 from forge.schedules import services as schedules
 from forge.schedules.models import Schedule
-from forge.workflows.models import Workflow
+from forge.workflows import layouts
+from forge.workflows.models import Workflow, WorkflowVersion
 
 
 @login_required
@@ -95,3 +98,21 @@ def schedule_toggle(request, schedule_id: int):
     except (schedules.ScheduleRejected, PermissionDenied) as exc:
         messages.error(request, str(exc))
     return redirect("console:workflow", schedule.workflow.name)
+
+
+@login_required
+@require_POST
+def layout_keep(request, content_hash: str):
+    """The first browser to lay out a version's graph keeps its positions here for everyone after it."""
+    require_view(request)
+    if not WorkflowVersion.objects.filter(content_hash=content_hash).exists():
+        raise Http404("no workflow version has this content hash")
+    try:
+        positions = json.loads(request.body)
+    except (ValueError, RecursionError):
+        return JsonResponse({"error": "the body is not JSON"}, status=400)
+    try:
+        kept = layouts.layout_save(user=request.user, content_hash=content_hash, positions=positions)
+    except layouts.LayoutRejected as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
+    return JsonResponse({"kept": kept})

@@ -1,0 +1,55 @@
+"""A version's graph layout: read it, or keep the first one a browser computed (write once, validated)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+
+from forge.accounts.roles import can
+from forge.audit.services import audit
+from forge.runs.creation import compile_version
+from forge.workflows.models import GraphLayout, WorkflowVersion
+
+LIMIT = 1e7  # a coordinate further out than this is no drawing
+
+
+class LayoutRejected(ValueError):
+    pass
+
+
+def layout_of(content_hash: str) -> dict[str, Any] | None:
+    return GraphLayout.objects.filter(content_hash=content_hash).values_list("positions", flat=True).first()
+
+
+def layout_save(*, user, content_hash: str, positions: Any) -> bool:
+    """Keep `positions` for the versions with `content_hash`, unless a layout is kept already; True if kept.
+
+    Positions must name every step of the version's graph, and nothing else, each with finite x and y."""
+    if not can(user, "run.view"):
+        raise PermissionDenied("you are in no group of this console")
+    version = WorkflowVersion.objects.filter(content_hash=content_hash).first()
+    if version is None:
+        raise WorkflowVersion.DoesNotExist("no workflow version has this content hash")
+    steps = {step.id for step in compile_version(version)[0].steps}
+    if not isinstance(positions, dict) or set(positions) != steps:
+        raise LayoutRejected("a layout gives a position to each step of the graph, and to nothing else")
+    kept = {}
+    for step, at in positions.items():
+        if not isinstance(at, dict) or set(at) != {"x", "y"} or not all(_coordinate(at[k]) for k in ("x", "y")):
+            raise LayoutRejected(f"step {step[:64]!r}: a position is {{\"x\": number, \"y\": number}}")
+        kept[step] = {"x": float(at["x"]), "y": float(at["y"])}
+    try:
+        with transaction.atomic():
+            GraphLayout.objects.create(content_hash=content_hash, positions=kept)
+            audit("forge.layout.saved", user=user, target=f"workflow:{version.workflow.name}",
+                  detail={"content_hash": content_hash, "steps": len(kept)})
+    except IntegrityError:
+        return False  # another page kept one first: the first layout stays
+    return True
+
+
+def _coordinate(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and abs(value) < LIMIT
