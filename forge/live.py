@@ -1,9 +1,10 @@
 """Wake-ups for the console's live views, sent after a round commits.
 
-A wake-up carries no data: it tells the consumers of a run's page (group `run-<id>`) and of the approvals
-inbox (group `approvals`) to read what is new from the database, which stays the only truth. channels_redis
-drops messages over its capacity, and the in-memory layer of the embedded default does not cross from the
-cluster's processes to daphne's, so consumers also poll (FORGE_LIVE_POLL_S): a wake-up only makes them sooner.
+A wake-up carries no data: it tells the consumers of a run's page (group `run-<id>`), of the approvals inbox
+and badge (group `approvals`) and of the runs lists (group `runs`) to read what is new from the database,
+which stays the only truth. channels_redis drops messages over its capacity, and the in-memory layer of the
+embedded default does not cross from the cluster's processes to daphne's, so consumers also poll
+(FORGE_LIVE_POLL_S): a wake-up only makes them sooner.
 
 Sending costs milliseconds (an event loop and Redis round trips), so a round only notes the group; one
 thread per process sends what was noted, once per group however many rounds noted it meanwhile.
@@ -20,7 +21,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 log = logging.getLogger(__name__)
-APPROVALS = "approvals"
+APPROVALS, RUNS = "approvals", "runs"  # the groups of the inbox and badge, and of the runs lists
 
 _lock = threading.Lock()
 _noted: set[str] = set()
@@ -32,8 +33,9 @@ def run_group(run_id: int) -> str:
     return f"run-{run_id}"
 
 
-def wake(run_id: int, *, approvals: bool = False) -> None:
-    """Tell the run's live views, and the approvals inbox when an approval changed, to look again."""
+def wake(run_id: int, *, approvals: bool = False, runs: bool = False) -> None:
+    """Tell the run's live views to look again; the approvals inbox too when an approval changed, and the runs
+    lists when the run's status did."""
     if not settings.REDIS_URL:
         return  # the in-memory layer reaches no other process: the consumers' poll is what updates them
     global _sender
@@ -41,6 +43,8 @@ def wake(run_id: int, *, approvals: bool = False) -> None:
         _noted.add(run_group(run_id))
         if approvals:
             _noted.add(APPROVALS)
+        if runs:
+            _noted.add(RUNS)
         if _sender is None or _sender[0] != os.getpid() or not _sender[1].is_alive():
             thread = threading.Thread(target=_send_forever, name="forge-live-wake", daemon=True)
             _sender = (os.getpid(), thread)

@@ -236,8 +236,8 @@ class Round:
         for callback in effects.after_commit:
             transaction.on_commit(callback)
         if effects.events:
-            run_id, approvals = run.pk, any(event.kind == "approval" for event in effects.events)
-            transaction.on_commit(lambda: live.wake(run_id, approvals=approvals))
+            run_id, kinds = run.pk, {event.kind for event in effects.events}
+            transaction.on_commit(lambda: live.wake(run_id, approvals="approval" in kinds, runs="run" in kinds))
 
     def _step_write(self, state, step: str, extra: dict) -> store.Statement:
         st = state.steps[step]
