@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from engine.executors.base import StepRequest, StepResult
@@ -38,6 +38,9 @@ _GUARD_ENV = {k: v for k, v in os.environ.items() if k == "LD_LIBRARY_PATH"}  # 
 RESERVED = ("PATH", "HOME")  # and every FORGE_ name: the step's own and its value variables
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 MAX_ENV_ENTRIES, MAX_ENV_VALUE = 100, 32768
+MAX_STDERR_BYTES = 65536
+WATCH_EVERY_S = 0.5  # how often a watcher hears the output so far while the command runs
+SECRET_SHOWN = "[secret]"
 
 
 def _reserved(name: str) -> bool:
@@ -105,22 +108,32 @@ class _Capture(threading.Thread):
         self.pipe, self.limit, self.tail = pipe, limit, tail
         self.data = bytearray()
         self.dropped = 0
+        self.lock = threading.Lock()
+
+    def snapshot(self) -> tuple[bytes, int]:
+        """What was read so far (as kept) and how many bytes were dropped: safe while it still reads."""
+        with self.lock:
+            return bytes(self.data), self.dropped
 
     def run(self) -> None:
         try:
-            while chunk := self.pipe.read(_CHUNK):
-                if self.tail:
-                    self.data += chunk
-                    excess = len(self.data) - self.limit
-                    if excess > 0:
-                        del self.data[:excess]
-                        self.dropped += excess
-                else:
-                    room = max(self.limit - len(self.data), 0)
-                    self.data += chunk[:room]
-                    self.dropped += len(chunk) - len(chunk[:room])
+            while chunk := self.pipe.read1(_CHUNK):  # what is there now, so a watcher sees output as it comes
+                with self.lock:
+                    self._keep(chunk)
         except (OSError, ValueError):
             pass
+
+    def _keep(self, chunk: bytes) -> None:
+        if self.tail:
+            self.data += chunk
+            excess = len(self.data) - self.limit
+            if excess > 0:
+                del self.data[:excess]
+                self.dropped += excess
+        else:
+            room = max(self.limit - len(self.data), 0)
+            self.data += chunk[:room]
+            self.dropped += len(chunk) - len(chunk[:room])
 
 
 def _feed(pipe, data: bytes) -> None:
@@ -169,12 +182,31 @@ class ShellExecutor:
 
     Args:
         env: what the agent's configuration adds to the environment (agent_environment()).
-        max_output_bytes: how much of stdout and of stderr is kept.
+        max_output_bytes: how much of stdout is kept (the first bytes; of stderr, the last MAX_STDERR_BYTES).
+        watch: hears (stdout, stderr) so far every WATCH_EVERY_S while the command runs, and once at its end.
+
+    The values of the agent's secrets never leave in what the command printed: each becomes SECRET_SHOWN.
     """
 
-    def __init__(self, env: Mapping[str, str] | None = None, max_output_bytes: int = MAX_OUTPUT_BYTES):
+    def __init__(self, env: Mapping[str, str] | None = None, max_output_bytes: int = MAX_OUTPUT_BYTES,
+                 watch: Callable[[str, str], None] | None = None):
         self.env = {k: v for k, v in (env or {}).items() if k.startswith(SECRET_PREFIX) or not _reserved(k)}
         self.max_output_bytes = max_output_bytes
+        self.watch = watch
+        # Longest first, so a secret that contains another is replaced whole.
+        self.secrets = sorted({v for k, v in self.env.items() if k.startswith(SECRET_PREFIX) and v}, key=len,
+                              reverse=True)
+
+    def shown(self, data: bytes, dropped: int = 0, *, tail: bool = False) -> str:
+        """Printed bytes as text a person may read: decoded, cleaned, secrets replaced, truncation said."""
+        text = clean_text(data.decode("utf-8", "replace"))
+        for secret in self.secrets:
+            text = text.replace(secret, SECRET_SHOWN)
+        if dropped:
+            said = f"[forge: {dropped} earlier bytes not kept]" if tail else \
+                f"[forge: output truncated, {dropped} more bytes not kept]"
+            text = f"{said}\n{text}" if tail else f"{text}\n{said}"
+        return text
 
     def environment(self, request: StepRequest) -> dict[str, str]:
         """Nothing of the worker's environment but its PATH: the worker's secrets stay in the worker."""
@@ -217,19 +249,18 @@ class ShellExecutor:
 
     def _run(self, process: subprocess.Popen, group: int, request: StepRequest, cancel: threading.Event) -> StepResult:
         out = _Capture(process.stdout, self.max_output_bytes)
-        err = _Capture(process.stderr, 65536, tail=True)
+        err = _Capture(process.stderr, MAX_STDERR_BYTES, tail=True)
         out.start()
         err.start()
         feeder = threading.Thread(target=_feed, args=(process.stdin, (request.stdin or "").encode("utf-8")),
                                   daemon=True)
         feeder.start()
-        outcome = self._wait(process, group, request.timeout_s, cancel)
+        outcome = self._wait(process, group, request.timeout_s, cancel, lambda: self._tell(out, err))
         for thread in (feeder, out, err):
             thread.join(timeout=5)
-        stdout = clean_text(out.data.decode("utf-8", "replace"))
-        if out.dropped:
-            stdout += f"\n[forge: output truncated, {out.dropped} more bytes not kept]"
-        stderr_tail = err.data.decode("utf-8", "replace").strip()[-2000:]
+        stdout = self.shown(*out.snapshot())
+        stderr_tail = self.shown(err.snapshot()[0]).strip()[-2000:]
+        self._tell(out, err)
         if outcome == "timeout":
             return StepResult.failure(f"timed out after {request.timeout_s:g} s; the process was killed",
                                       "timeout", stdout)
@@ -244,10 +275,27 @@ class ShellExecutor:
             return StepResult.failure(outputs, "output_invalid", stdout)
         return StepResult(ok=True, outputs=outputs or {}, stdout=stdout)
 
+    def _tell(self, out: _Capture, err: _Capture) -> None:
+        if self.watch is None:
+            return
+        sizes = (len(out.data) + out.dropped, len(err.data) + err.dropped)
+        if sizes == getattr(out, "told", None):
+            return  # nothing new since the last time
+        out.told = sizes
+        try:
+            self.watch(self.shown(*out.snapshot()), self.shown(*err.snapshot(), tail=True))
+        except Exception:  # noqa: BLE001 - a watcher's trouble never stops the command
+            pass
+
     @staticmethod
-    def _wait(process: subprocess.Popen, group: int, timeout_s: float, cancel: threading.Event) -> str:
+    def _wait(process: subprocess.Popen, group: int, timeout_s: float, cancel: threading.Event,
+              tick: Callable[[], None]) -> str:
         deadline = time.monotonic() + timeout_s
+        told = time.monotonic()
         while True:
+            if time.monotonic() - told >= WATCH_EVERY_S:
+                tick()
+                told = time.monotonic()
             left = deadline - time.monotonic()
             try:
                 process.wait(timeout=max(0.0, min(0.05, left)))

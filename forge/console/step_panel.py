@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.interpreter.state import StepStatus
-from forge.runs.models import Approval, Run, RunEvent, StepResult
+from forge.runs.models import Approval, Run, RunEvent, StepOutput, StepResult
 
 
 @dataclass
@@ -37,6 +37,11 @@ class StepPanel:
     given: str  # what the engine asked the agent to do, as JSON
     outputs: str
     approvals: list[Approval]
+    printed: StepOutput | None  # the current attempt's output so far (a shell step), with its stderr
+
+    @property
+    def running(self) -> bool:
+        return self.row.status == StepStatus.RUNNING
 
 
 def _json(value: Any) -> str:
@@ -64,5 +69,6 @@ def step_panel(run: Run, step: str) -> StepPanel | None:
             attempt.error, attempt.error_code = event.data.get("error"), event.data.get("error_code")
         attempt.status = status
     approvals = list(Approval.objects.filter(run=run, step=step).select_related("decided_by").order_by("id"))
+    printed = StepOutput.objects.filter(run=run, step=step, attempt=row.attempt).first()
     return StepPanel(run=run, row=row, attempts=[attempts[n] for n in sorted(attempts)],
-                     given=_json(row.dispatch), outputs=_json(row.outputs), approvals=approvals)
+                     given=_json(row.dispatch), outputs=_json(row.outputs), approvals=approvals, printed=printed)

@@ -191,3 +191,18 @@ class Approval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} for {self.step} in run {self.run_id} ({self.status})"
+
+
+class StepOutput(models.Model):
+    """What a shell step's attempt has printed so far (the last bytes of each stream, secrets replaced), written
+    by the worker every half second while the command runs: the step panel's live output, and its stderr."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+", db_index=False)
+    step = models.CharField(max_length=64)
+    attempt = models.PositiveIntegerField()
+    stdout = models.TextField(blank=True)
+    stderr = models.TextField(blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "step", "attempt"], name="step_output_once")]

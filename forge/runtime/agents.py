@@ -44,14 +44,15 @@ def _secret(agent, key: str, name: str) -> str | None:
         raise AgentMisconfigured(f"agent {agent.name!r}: {key}: {exc}") from None
 
 
-def executor_for(agent):
-    """The executor of `agent`'s provider, configured from its row, its gateway and the environment."""
+def executor_for(agent, watch=None):
+    """The executor of `agent`'s provider, configured from its row, its gateway and the environment; a shell
+    executor tells `watch` its output so far."""
     provider, config = agent.provider, agent.config or {}
     if provider == "mock":
         return MockExecutor()
     if provider == "shell":
         try:
-            return ShellExecutor(env=agent_environment(config))
+            return ShellExecutor(env=agent_environment(config), watch=watch)
         except ValueError as exc:  # a row saved without validation: refused again here
             raise AgentMisconfigured(f"agent {agent.name!r}: {exc}") from None
     if provider == "python":
@@ -81,13 +82,13 @@ def executor_for(agent):
     raise AgentMisconfigured(f"agent {agent.name!r} has an unknown provider {provider!r}")
 
 
-def execute(agent, request: StepRequest, cancel: threading.Event) -> StepResult:
+def execute(agent, request: StepRequest, cancel: threading.Event, watch=None) -> StepResult:
     """Run one call of the agent (None: deleted since the step was dispatched); a missing agent, a
     misconfiguration or an executor bug ends the step, never the worker."""
     if agent is None:
         return StepResult.failure(f"agent {request.agent!r} no longer exists")
     try:
-        return executor_for(agent).execute(request, cancel)
+        return executor_for(agent, watch).execute(request, cancel)
     except AgentMisconfigured as exc:
         return StepResult.failure(str(exc))
     except Exception as exc:  # noqa: BLE001 - any executor fault is the step's failure

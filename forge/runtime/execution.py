@@ -23,7 +23,7 @@ from engine.interpreter.state import StepStatus
 from forge.audit.services import audit
 from forge.governance.context import configuration
 from forge.runs.models import Run
-from forge.runtime import agents, bridge, inbox, leases, recovery, store
+from forge.runtime import agents, bridge, inbox, leases, output, recovery, store
 from forge.runtime.completion import Completion
 from forge.runtime.dispatch import request_of
 from forge.runtime.rounds import advance
@@ -98,7 +98,7 @@ def execute_step(run_id: int, step: str, attempt: int, fence: int, resume: bool 
     lease = leases.Lease(run_id, step, claim.fence)
     leases.hold([lease])
     try:
-        result = agents.execute(claim.agent, claim.request, lease.cancel)
+        result = agents.execute(claim.agent, claim.request, lease.cancel, output.watcher(run_id, step, attempt))
     finally:
         leases.release([lease])
     if result.deferred:

@@ -14,6 +14,7 @@ from engine.executors import MockExecutor, ShellExecutor, StepRequest
 from engine.executors.mock import plan
 from engine.executors.shell import agent_environment, last_line_object
 from engine.model import Step
+from tests.waiting import wait_until
 
 
 def request(step=None, *, command="run it", agent="mock", call=1, attempt=1, **extra):
@@ -286,7 +287,8 @@ def test_the_value_variables_and_the_agents_variables_are_added_and_cannot_repla
                                   "FORGE_AGENT_SECRET_X": "listed"})
     result = shell("env", executor=executor, env={"FORGE_V1": "value", "PATH": "/evil", "OTHER": "evil"})
     seen = environment_of(result)
-    assert (seen["GREETING"], seen["FORGE_AGENT_SECRET_X"], seen["FORGE_V1"]) == ("hi", "listed", "value")
+    # the secret is there, and shown as [secret] wherever the command prints it
+    assert (seen["GREETING"], seen["FORGE_AGENT_SECRET_X"], seen["FORGE_V1"]) == ("hi", "[secret]", "value")
     assert "evil" not in result.stdout and "OTHER" not in seen
 
 
@@ -370,3 +372,30 @@ def test_a_command_producing_ten_megabytes_completes():
 def test_a_command_flooding_stderr_does_not_block():
     result = shell("head -c 2000000 /dev/zero >&2; echo done", timeout_s=300)
     assert result.ok and result.stdout == "done\n"
+
+
+def test_a_watcher_hears_the_output_while_the_command_runs(tmp_path):
+    heard = []
+    executor = ShellExecutor(watch=lambda out, err: heard.append((out, err)))
+    gate = tmp_path / "open"
+    worker = threading.Thread(target=lambda: heard.append(shell(
+        f"echo first; echo 'warming up' >&2; while [ ! -e {gate} ]; do sleep 0.05; done; echo second",
+        executor=executor, timeout_s=300)))
+    worker.start()
+    assert wait_until(lambda: ("first\n", "warming up\n") in heard), "the output so far, before the end"
+    gate.touch()  # only now may the command finish
+    worker.join(timeout=60)
+    result = heard[-1]
+    assert result.ok and result.stdout == "first\nsecond\n"
+    assert heard[-2] == ("first\nsecond\n", "warming up\n")  # and once more at its end
+
+
+def test_an_agent_s_secret_never_leaves_in_what_the_command_printed():
+    heard = []
+    secret = "s3cr3t-value-xyz"
+    executor = ShellExecutor(env={"FORGE_AGENT_SECRET_TOKEN": secret}, watch=lambda out, err: heard.append(out + err))
+    result = shell('[ "$FORGE_AGENT_SECRET_TOKEN" = s3cr3t-value-xyz ] && echo it is there; '
+                   'echo "token=$FORGE_AGENT_SECRET_TOKEN"; echo "$FORGE_AGENT_SECRET_TOKEN" >&2; exit 1',
+                   executor=executor)
+    assert secret not in result.stdout + result.error + "".join(heard)
+    assert result.stdout == "it is there\ntoken=[secret]\n" and "[secret]" in result.error

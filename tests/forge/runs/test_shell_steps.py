@@ -97,7 +97,9 @@ def test_a_shell_step_sees_only_its_own_variables_and_what_its_agent_lists(opera
     assert set(seen) - {"PWD", "SHLVL", "_", "OLDPWD"} == {
         "PATH", "HOME", "LANG", "TZ", "FORGE_RUN_ID", "FORGE_STEP_ID", "FORGE_ATTEMPT", "GREETING",
         "FORGE_AGENT_SECRET_DEPLOY"}
-    assert (seen["GREETING"], seen["FORGE_AGENT_SECRET_DEPLOY"]) == ("hello there", "deploy-token-abc")
+    # the secret reaches the command, and is shown as [secret] where the command prints it
+    assert (seen["GREETING"], seen["FORGE_AGENT_SECRET_DEPLOY"]) == ("hello there", "[secret]")
+    assert "deploy-token-abc" not in show.stdout
     assert (seen["FORGE_RUN_ID"], seen["FORGE_STEP_ID"], seen["LANG"], seen["TZ"]) == (str(run.pk), "show",
                                                                                        "C.UTF-8", "UTC")
     assert seen["HOME"] == workdir(run.pk) and f"home={workdir(run.pk)}" in show.stdout
