@@ -45,6 +45,12 @@ class RunView:
     last_event_id: int
     approvals: list[Approval] = field(default_factory=list)
 
+    def cancel_says(self) -> str:
+        """What the Cancel button's confirmation says will stop."""
+        moving = [node.id for node in self.nodes if node.status in (StepStatus.RUNNING, StepStatus.WAITING)]
+        return (f"Cancel run {self.run.pk}? " + (f"Running or waiting steps stop: {', '.join(moving)}. " if moving
+                                                 else "") + "Steps not yet started never start.")
+
     def graph_json(self) -> dict[str, Any]:
         return {"run": self.run.pk, "status": self.run.status, "last_event_id": self.last_event_id,
                 "layout": layout_of(self.run.version.content_hash),

@@ -59,7 +59,10 @@ class Console:
 
     def login(self, browser, name: str):
         """A new browser context logged in as `name` through the login form; its page."""
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        return self.login_in(browser.new_context(viewport={"width": 1400, "height": 1000}), name)
+
+    def login_in(self, context, name: str):
+        """A page of `context` logged in as `name` through the login form."""
         page = context.new_page()
         page.set_default_timeout(60_000)
         page.goto(self.url + "/login/")

@@ -4,9 +4,13 @@ socket and come back to exactly what the database says."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 
 import pytest
+
+from tests.cluster.harness import Gates, alive
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +30,40 @@ steps:
   - {id: load, agent: mock, command: load, depends_on: [fetch], mock: {fail_times: 9, error: disk full}}
   - {id: report, agent: mock, command: report, depends_on: [load]}
 """
+# The nap says it started (its shell's pid in a marker, as Gates reads them), then sleeps until it is stopped.
+SLEEPS = """
+name: sleeps
+args:
+  gates: {type: string, required: true}
+steps:
+  - {id: warm, agent: mock, command: warm}
+  - id: nap
+    agent: shell
+    command: >-
+      echo $$ > ${args.gates}/.nap.$$ && mv ${args.gates}/.nap.$$ ${args.gates}/started.nap.$$;
+      echo napping now; echo still awake >&2; sleep 600
+    depends_on: [warm]
+  - {id: after, agent: mock, command: after, depends_on: [nap]}
+"""
 LIVE = "document.getElementById('live').dataset.state === 'live'"
+
+
+def status_is(step: str, status: str) -> str:
+    return f"document.querySelector('tr[data-step={step}] [data-field=status]').textContent === '{status}'"
+
+
+def start_runs(console, *vendors: str) -> list[int]:
+    return console.deployment.query(
+        "from django.contrib.auth.models import User\nfrom forge.runs import services\n"
+        "from forge.workflows.models import Workflow\n"
+        "version = Workflow.objects.get(name='needs_a_yes').latest_version()\n"
+        f"result = [services.run_start(user=User.objects.get(username='olive'), version=version, "
+        f"args={{'vendor': v}}).pk for v in {list(vendors)!r}]")
+
+
+def event_ids(console, run_id: int) -> list[int]:
+    return [i for (i,) in console.deployment.sql("SELECT id FROM forge_runs_runevent WHERE run_id = %s ORDER BY id",
+                                                 (run_id,))]
 
 
 def save(console, source: str) -> None:
@@ -147,3 +184,108 @@ def test_an_outsider_sees_403(console, browser):
     response = otto.goto(console.url + "/")
     assert response.status == 403
     console.shot(otto, "outsider")
+
+
+def test_cancel_a_running_run_whose_shell_step_sleeps_and_see_it_stop(console, browser, tmp_path):
+    save(console, SLEEPS)
+    gates = Gates(tmp_path / "gates")
+    olive = console.login(browser, "olive")
+    olive.goto(console.url + "/workflows/sleeps/")
+    olive.fill("#arg-gates", str(gates.path))
+    olive.click("#run-form button[type=submit]")
+    olive.wait_for_url(re.compile(r"/runs/\d+/$"))
+    run_id = int(re.search(r"/runs/(\d+)/", olive.url).group(1))
+    try:
+        gates.wait_started(console.deployment, "nap")
+        [pid] = gates.pids("nap")
+        olive.wait_for_function(status_is("nap", "running"))
+        olive.click("[data-open-step=nap]")  # what it printed so far, while it runs
+        olive.wait_for_function("document.getElementById('step-stdout')?.textContent.includes('napping now')")
+        assert "still awake" in olive.inner_text("#step-stderr")
+        console.shot(olive, "run-output-so-far")
+        olive.wait_for_function("document.getElementById('cancel-form').dataset.confirm.includes('stop: nap')")
+        said = []
+        olive.once("dialog", lambda dialog: (said.append(dialog.message), dialog.accept()))
+        olive.click("#cancel-form button")
+        olive.wait_for_function("window.forgeRun.runStatus === 'cancelled'")
+        assert "Running or waiting steps stop: nap" in said[0]
+        console.deployment.until(lambda: not alive(pid), timeout=120, what=f"the nap's shell {pid} stopped")
+        olive.wait_for_function(status_is("nap", "cancelled"))
+        assert shown(olive) == in_database(console, run_id)
+        assert in_database(console, run_id) == {"warm": "completed", "nap": "cancelled", "after": "cancelled"}
+        console.shot(olive, "run-cancelled")
+    finally:
+        for pid in gates.pids("nap"):  # never leave one behind, whatever the outcome
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_the_inbox_badge_and_runs_list_follow_along_without_a_reload(console, browser):
+    save(console, NEEDS_A_YES)
+    olive = console.login(browser, "olive")
+    olive.goto(console.url + "/runs/")
+    april = console.login(browser, "april")
+    april.goto(console.url + "/approvals/")
+    adam = console.login(browser, "adam")
+    adam.goto(console.url + "/approvals/")
+    for page in (olive, april, adam):
+        page.wait_for_function("window.forgeLive.connected")
+
+    [first] = start_runs(console, "Acme")
+    olive.wait_for_selector(f"tr[data-run='{first}'] .status-running")
+    for page in (april, adam):
+        page.wait_for_selector(f"[data-approval] a[href='/runs/{first}/']")
+        page.wait_for_function("document.getElementById('approvals-badge').textContent === '1'")
+    adam.fill("[data-approval] input[name=comment]", "half a thought")  # a comment being typed survives
+    [second] = start_runs(console, "Globex")
+    adam.wait_for_selector(f"[data-approval] a[href='/runs/{second}/']")
+    adam.wait_for_function("document.getElementById('approvals-badge').textContent === '2'")
+    assert adam.input_value(f"[data-approval]:has(a[href='/runs/{first}/']) input[name=comment]") == "half a thought"
+    console.shot(adam, "inbox-live")
+
+    card = april.locator(f"[data-approval]:has(a[href='/runs/{first}/'])")
+    card.locator("input[name=comment]").fill("fine")
+    card.locator("button[value=approve]").click()
+    adam.wait_for_selector(f"[data-approval] a[href='/runs/{first}/']", state="detached")
+    adam.wait_for_function("document.getElementById('approvals-badge').textContent === '1'")
+    olive.wait_for_selector(f"tr[data-run='{first}'] .status-completed")
+    assert olive.inner_text(f"tr[data-run='{second}'] .status") == "running"
+    console.shot(olive, "runs-live")
+
+
+def test_fifty_viewers_of_one_run_and_ten_of_another_each_see_exactly_their_run_s_events(console, browser):
+    save(console, NEEDS_A_YES)
+    first, second = start_runs(console, "Initech", "Hooli")
+    april = console.login(browser, "april")
+    april.goto(console.url + "/approvals/")
+    april.evaluate("""([first, second]) => {
+      window.viewers = [];
+      for (const [run, count] of [[first, 50], [second, 10]]) {
+        for (let i = 0; i < count; i++) {
+          const viewer = { run, ids: [], types: [], open: false };
+          const socket = new WebSocket("ws://" + location.host + "/ws/runs/" + run + "/?after=0");
+          socket.onopen = () => { viewer.open = true; };
+          socket.onmessage = (m) => {
+            const message = JSON.parse(m.data);
+            viewer.types.push(message.type);
+            if (message.type === "events") viewer.ids.push(...message.events.map((e) => e.id));
+          };
+          window.viewers.push(viewer);
+        }
+      }
+    }""", [first, second])
+    april.wait_for_function("window.viewers.every((v) => v.open)")
+    for run_id in (first, second):
+        done = console.deployment.forge("--user", "april", "approve", str(run_id), "sign_off")
+        assert done.returncode == 0, done.stderr
+        assert console.deployment.finished(run_id)["status"] == "completed"
+    expected = {first: event_ids(console, first), second: event_ids(console, second)}
+    april.wait_for_function("([last]) => window.viewers.every((v) => v.ids[v.ids.length - 1] === last[v.run])",
+                            arg=[{str(run): ids[-1] for run, ids in expected.items()}])
+    viewers = april.evaluate("window.viewers")
+    assert [v["run"] for v in viewers] == [first] * 50 + [second] * 10
+    for viewer in viewers:
+        assert viewer["ids"] == expected[viewer["run"]]  # every event of its run, in order, once, and no other
+        assert set(viewer["types"]) == {"events"}

@@ -64,14 +64,11 @@ def run_detail(request, run_id: int):
                             pk=run_id)
     view = run_view(run)
     user = request.user
-    running = [node.id for node in view.nodes if node.status in ("running", "waiting")]
-    stops = (f"Cancel run {run.pk}? " + (f"Running or waiting steps stop: {', '.join(running)}. " if running else "")
-             + "Steps not yet started never start.")
     decisions = [(approval, may_decide(user, approval)) for approval in view.approvals]
     bars, span = timeline(run)
     return render(request, "console/run.html", {
         "nav": "runs", "view": view, "run": run, "graph": view.graph_json(), "decisions": decisions,
-        "may_cancel": not run.finished and can(user, "run.cancel"), "cancel_says": stops,
+        "may_cancel": not run.finished and can(user, "run.cancel"), "cancel_says": view.cancel_says(),
         "may_restart": can(user, "run.restart"), "bars": bars, "span": span})
 
 
@@ -96,7 +93,11 @@ def run_timeline(request, run_id: int):
 
 @login_required
 def run_why(request, run_id: int):
-    """Why each step is not running, as the run view says it (the page asks again after a change)."""
+    """What the run view reads from rows after a change: each step's why-not-running, time and cost, and what
+    Cancel would stop."""
     require_view(request)
     run = get_object_or_404(runs_for_user(request.user).select_related("version"), pk=run_id)
-    return JsonResponse({node.id: node.why for node in run_view(run).nodes})
+    view = run_view(run)
+    return JsonResponse({"cancel_says": view.cancel_says(), "steps": {node.id: {
+        "why": node.why, "seconds": "-" if node.seconds is None else f"{node.seconds:.2f} s",
+        "cost": f"{node.cost:.4f}"} for node in view.nodes}})

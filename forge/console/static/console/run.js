@@ -8,7 +8,9 @@
   const rows = new Map([...document.querySelectorAll("tr[data-step]")].map((tr) => [tr.dataset.step, tr]));
   const badge = document.getElementById("live");
   const runStatus = document.getElementById("run-status");
-  const live = (window.forgeRun = { lastApplied: data.last_event_id, applied: [], runStatus: data.status, cy: null });
+  // applied/appliedAt: each event id the page applied and when (ms since the epoch), read by tests and the bench.
+  const live = (window.forgeRun = { lastApplied: data.last_event_id, applied: [], appliedAt: [], runStatus: data.status,
+                                    cy: null, drawnAt: null });
   let queue = [];
   let frame = 0;
   let socket = null;
@@ -63,7 +65,7 @@
     if (live.cy) {
       const el = live.cy.getElementById(node.id);
       el.classes("status-" + node.status);
-      el.data("label", node.id + "\n" + node.status + (node.attempt > 1 ? " ×" + node.attempt : ""));
+      el.data("label", label(node));
     }
   }
 
@@ -76,7 +78,12 @@
     clearTimeout(panelTimer);
     fetch(panel.dataset.url + encodeURIComponent(step) + "/", { credentials: "same-origin" })
       .then((r) => (r.ok ? r.text() : Promise.reject(r.status)))
-      .then((html) => { if (openStep === step) panel.innerHTML = html; })
+      .then((html) => {
+        if (openStep !== step) return;
+        panel.innerHTML = html;
+        // A running step's output comes as it is printed (the worker writes it every half second).
+        if (panel.querySelector('.step-panel[data-running="true"]')) panelTimer = setTimeout(() => openPanel(step), 1000);
+      })
       .catch(() => { panel.textContent = "Could not load step " + step + "."; });
   }
   live.openPanel = openPanel;
@@ -84,10 +91,15 @@
   function reloadWhy() {
     fetch(document.getElementById("steps-card").dataset.why, { credentials: "same-origin" })
       .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
-      .then((sentences) => {
-        for (const [step, sentence] of Object.entries(sentences)) {
-          const cell = rows.get(step)?.querySelector('[data-field="why"]');
-          if (cell) cell.textContent = sentence;
+      .then((said) => {
+        const cancel = document.getElementById("cancel-form");
+        if (cancel) cancel.dataset.confirm = said.cancel_says;
+        for (const [step, fields] of Object.entries(said.steps)) {
+          const row = rows.get(step);
+          if (!row) continue;
+          row.querySelector('[data-field="why"]').textContent = fields.why;
+          row.querySelector('[data-field="seconds"]').textContent = fields.seconds;
+          row.querySelector('[data-field="cost"]').textContent = fields.cost;
         }
       })
       .catch(() => {});
@@ -100,6 +112,9 @@
       .then((html) => { document.getElementById("timeline").outerHTML = html; })
       .catch(() => {});
   }
+  document.getElementById("cancel-form")?.addEventListener("submit", (e) => {
+    if (!confirm(e.target.dataset.confirm)) e.preventDefault(); // the sentence the server said last
+  });
   document.addEventListener("click", (e) => {
     const link = e.target.closest("[data-open-step]");
     if (link) openPanel(link.dataset.openStep);
@@ -107,10 +122,12 @@
 
   function apply(batch) {
     const touched = new Set();
+    const now = Date.now();
     for (const event of batch) {
       if (event.id <= live.lastApplied) continue; // already shown: a replay after a reconnect overlaps
       live.lastApplied = event.id;
       live.applied.push(event.id);
+      live.appliedAt.push(now);
       if (event.kind === "step" && nodes.has(event.step)) {
         const node = nodes.get(event.step);
         Object.assign(node, { status: event.data.status, attempt: event.data.attempt, wait: event.data.wait,
@@ -118,13 +135,19 @@
         touched.add(node.id);
         if (live.runStatus === "pending") showRun("running"); // a step moved: the run has started
         for (const other of nodes.values()) if (other.deps.includes(node.id)) touched.add(other.id);
+      } else if (event.kind === "child" && nodes.has(event.step)) {
+        nodes.get(event.step).child_run = event.data.run;
+        touched.add(event.step);
       } else if (event.kind === "run") {
         showRun(event.data.status);
       } else if (event.kind === "approval" && event.data.status !== "pending") {
         document.querySelectorAll('[data-approval-key="' + CSS.escape(String(event.data.approval)) + '"]').forEach((card) => card.remove());
       }
     }
-    const draw = () => touched.forEach((id) => { const n = nodes.get(id); showNode(n, why(n)); });
+    const draw = () => {
+      touched.forEach((id) => { const n = nodes.get(id); showNode(n, why(n)); });
+      if (live.cy && touched.size) showPath(live.cy);
+    };
     if (live.cy) live.cy.batch(draw); else draw();
     if (batch.some((e) => e.kind === "step" || e.kind === "run")) {
       clearTimeout(timelineTimer);
@@ -144,7 +167,7 @@
     }
     live.lastApplied = message.last_id;
     showRun(message.run.status);
-    const draw = () => nodes.forEach((n) => showNode(n, why(n)));
+    const draw = () => { nodes.forEach((n) => showNode(n, why(n))); if (live.cy) showPath(live.cy); };
     if (live.cy) live.cy.batch(draw); else draw();
   }
 
@@ -198,6 +221,28 @@
     };
   }
 
+  function keepLayout(positions) {
+    // The first page to lay out this version keeps the positions on the server for every page after it.
+    const token = document.querySelector("input[name=csrfmiddlewaretoken]")?.value || "";
+    fetch(document.getElementById("graph").dataset.layoutUrl, {
+      method: "POST", credentials: "same-origin", body: JSON.stringify(positions),
+      headers: { "Content-Type": "application/json", "X-CSRFToken": token },
+    }).catch(() => {});
+  }
+
+  function label(n) {
+    return n.id + "\n" + n.status + (n.attempt > 1 ? " ×" + n.attempt : "") + (n.child_run ? "\n→ run " + n.child_run : "");
+  }
+
+  function showPath(cy) {
+    // The path taken: an edge whose step ran after its upstream finished; one into a skipped step fades.
+    cy.edges().forEach((edge) => {
+      const target = nodes.get(edge.data("target")).status;
+      edge.toggleClass("taken", nodes.get(edge.data("source")).status === "completed" && !["pending", "skipped", "cancelled"].includes(target));
+      edge.toggleClass("faded", target === "skipped" || target === "cancelled");
+    });
+  }
+
   function drawGraph() {
     if (!window.cytoscape || !window.ELK) return;
     // A version's layout is computed once, in a worker, and kept by its content hash: a status change only
@@ -207,11 +252,11 @@
                     "elk.layered.spacing.nodeNodeBetweenLayers": "40" },
                     children: data.nodes.map((n) => ({ id: n.id, width: 120, height: 44 })),
                     edges: data.nodes.flatMap((n) => n.deps.map((d) => ({ id: d + "->" + n.id, sources: [d], targets: [n.id] }))) };
-    const stored = (() => { try { return JSON.parse(localStorage.getItem(data.layout_key) || "null"); } catch (e) { return null; } })();
-    const laidOut = stored && data.nodes.every((n) => stored[n.id]) ? Promise.resolve(stored)
+    const stored = data.layout && data.nodes.every((n) => data.layout[n.id]) ? data.layout : null;
+    const laidOut = stored ? Promise.resolve(stored)
       : elk.layout(graph).then((laid) => {
           const positions = Object.fromEntries(laid.children.map((c) => [c.id, { x: c.x + c.width / 2, y: c.y + c.height / 2 }]));
-          try { localStorage.setItem(data.layout_key, JSON.stringify(positions)); } catch (e) { /* storage full: lay out again next time */ }
+          keepLayout(positions);
           return positions;
         });
     laidOut.then((positions) => {
@@ -219,7 +264,7 @@
       live.cy = window.cytoscape({
         container: document.getElementById("graph"),
         elements: [
-          ...[...nodes.values()].map((n) => ({ data: { id: n.id, label: n.id + "\n" + n.status }, position: at.get(n.id), classes: "status-" + n.status })),
+          ...[...nodes.values()].map((n) => ({ data: { id: n.id, label: label(n) }, position: at.get(n.id), classes: "status-" + n.status })),
           ...data.nodes.flatMap((n) => n.deps.map((d) => ({ data: { id: d + "->" + n.id, source: d, target: n.id } }))),
         ],
         layout: { name: "preset" },
@@ -232,8 +277,12 @@
           { selector: ".status-completed", style: { "border-color": "#1f7a3f", "background-color": "#e3f4e8" } },
           { selector: ".status-failed", style: { "border-color": "#b3261e", "background-color": "#fde7e6" } },
           { selector: ".status-skipped, .status-cancelled", style: { opacity: 0.45 } },
+          { selector: "edge.taken", style: { width: 2.5, "line-color": "#1f7a3f", "target-arrow-color": "#1f7a3f" } },
+          { selector: "edge.faded", style: { opacity: 0.3, "line-style": "dashed" } },
         ],
       });
+      live.cy.batch(() => showPath(live.cy));
+      live.cy.ready(() => requestAnimationFrame(() => { live.drawnAt = performance.now(); }));
       live.cy.on("tap", "node", (e) => openPanel(e.target.id()));
     });
   }
