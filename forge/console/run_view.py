@@ -35,7 +35,18 @@ class Node:
     carried: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        """What the page's script needs of a node (the table carries the rest)."""
+        return {"id": self.id, "kind": self.kind, "deps": self.deps, "status": self.status, "wait": self.wait,
+                "attempt": self.attempt, "child_run": self.child_run}
+
+    # Formatted here, once, for the table and for what the page reads again after a change.
+    @property
+    def time_text(self) -> str:
+        return "-" if self.seconds is None else f"{self.seconds:.2f} s"
+
+    @property
+    def cost_text(self) -> str:
+        return f"{self.cost:.4f}"
 
 
 @dataclass

@@ -17,6 +17,10 @@ class Bar:
     width: float
     seconds: float
 
+    @property
+    def title(self) -> str:
+        return f"{self.step}: {self.status}, {self.seconds:.3f} s"
+
 
 def timeline(run: Run) -> tuple[list[Bar], float]:
     """The bars in start order, and the span they share in seconds."""

@@ -20,6 +20,7 @@ from forge.runs.models import RUN_STATUSES, Run
 from forge.runs.selectors import may_decide, runs_for_user
 
 PER_PAGE = 50
+STEP_ROWS = 200  # rows of a run view's step table unless all are asked for: a page stays quick to draw
 SORTS = {"id": "id", "-id": "-id", "workflow": "workflow__name", "-workflow": "-workflow__name",
          "status": "status", "-status": "-status", "created": "created_at", "-created": "-created_at"}
 
@@ -65,11 +66,12 @@ def run_detail(request, run_id: int):
     view = run_view(run)
     user = request.user
     decisions = [(approval, may_decide(user, approval)) for approval in view.approvals]
-    bars, span = timeline(run)
     return render(request, "console/run.html", {
-        "nav": "runs", "view": view, "run": run, "graph": view.graph_json(), "decisions": decisions,
+        "nav": "runs", "view": view, "run": run,
+        "rows": view.nodes if request.GET.get("steps") == "all" else view.nodes[:STEP_ROWS],
+        "graph": view.graph_json(), "decisions": decisions,
         "may_cancel": not run.finished and can(user, "run.cancel"), "cancel_says": view.cancel_says(),
-        "may_restart": can(user, "run.restart"), "bars": bars, "span": span})
+        "may_restart": can(user, "run.restart")})
 
 
 @login_required
@@ -99,5 +101,4 @@ def run_why(request, run_id: int):
     run = get_object_or_404(runs_for_user(request.user).select_related("version"), pk=run_id)
     view = run_view(run)
     return JsonResponse({"cancel_says": view.cancel_says(), "steps": {node.id: {
-        "why": node.why, "seconds": "-" if node.seconds is None else f"{node.seconds:.2f} s",
-        "cost": f"{node.cost:.4f}"} for node in view.nodes}})
+        "why": node.why, "seconds": node.time_text, "cost": node.cost_text} for node in view.nodes}})

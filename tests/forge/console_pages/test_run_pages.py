@@ -102,3 +102,14 @@ def test_the_audit_page_filters_by_run_person_and_code(client, run, operator):
 def test_a_garbled_audit_filter_is_ignored(client, run, operator, query):
     client.force_login(operator)
     assert client.get(reverse("console:audit"), query).status_code == 200
+
+
+def test_a_large_run_lists_its_first_steps_and_shows_all_when_asked(client, save_workflow, operator):
+    steps = "".join(f"  - {{id: s{i:03d}, agent: mock, command: go}}\n" for i in range(250))
+    run = services.run_start(user=operator, version=save_workflow(f"name: wide\nsteps:\n{steps}"))
+    client.force_login(operator)
+    page = client.get(reverse("console:run", args=[run.pk])).content.decode()
+    assert page.count("<tr data-step=") == 200 and "Showing the first 200 of 250 steps" in page
+    assert '"id": "s249"' in page  # on the graph all the same
+    everything = client.get(reverse("console:run", args=[run.pk]) + "?steps=all").content.decode()
+    assert everything.count("<tr data-step=") == 250 and "Showing the first" not in everything
