@@ -5,6 +5,9 @@
   const data = JSON.parse(document.getElementById("run-data").textContent);
   const TERMINAL = new Set(["completed", "failed", "skipped", "cancelled"]);
   const nodes = new Map(data.nodes.map((n) => [n.id, n]));
+  const downstream = new Map(data.nodes.map((n) => [n.id, []])); // whose "why" changes when a step moves
+  data.nodes.forEach((n) => n.deps.forEach((d) => downstream.get(d).push(n.id)));
+  const PER_FRAME = 50; // events applied in one frame: a burst is spread over frames, never one long task
   const rows = new Map([...document.querySelectorAll("tr[data-step]")].map((tr) => [tr.dataset.step, tr]));
   const badge = document.getElementById("live");
   const runStatus = document.getElementById("run-status");
@@ -62,11 +65,12 @@
       tr.querySelector('[data-field="why"]').textContent = sentence;
       tr.classList.toggle("faded", node.status === "skipped" || node.status === "cancelled");
     }
-    if (live.cy) {
-      const el = live.cy.getElementById(node.id);
-      el.classes("status-" + node.status);
-      el.data("label", label(node));
+    if (live.cy && "status-" + node.status !== node.drawnClass) { // downstream steps often look the same
+      node.drawnClass = "status-" + node.status;
+      live.cy.getElementById(node.id).classes(node.drawnClass);
     }
+    unlabelled.add(node.id);
+    if (live.cy && labelsReadable()) relabel();
   }
 
   const panel = document.getElementById("step-panel");
@@ -134,7 +138,7 @@
                               error: event.data.error, error_code: event.data.error_code });
         touched.add(node.id);
         if (live.runStatus === "pending") showRun("running"); // a step moved: the run has started
-        for (const other of nodes.values()) if (other.deps.includes(node.id)) touched.add(other.id);
+        downstream.get(node.id).forEach((id) => touched.add(id));
       } else if (event.kind === "child" && nodes.has(event.step)) {
         nodes.get(event.step).child_run = event.data.run;
         touched.add(event.step);
@@ -173,9 +177,9 @@
 
   function flush() {
     frame = 0;
-    const batch = queue;
-    queue = [];
+    const batch = queue.splice(0, PER_FRAME);
     apply(batch);
+    if (queue.length) frame = requestAnimationFrame(flush);
   }
 
   function setBadge(state) {
@@ -228,6 +232,15 @@
       method: "POST", credentials: "same-origin", body: JSON.stringify(positions),
       headers: { "Content-Type": "application/json", "X-CSRFToken": token },
     }).catch(() => {});
+  }
+
+  // A label is text too small to read when zoomed out far (min-zoomed-font-size): measuring it again on every
+  // status change is most of what a burst costs on a large graph, so labels follow once they can be read.
+  const unlabelled = new Set();
+  const labelsReadable = () => live.cy.zoom() * 11 >= 7;
+  function relabel() {
+    live.cy.batch(() => unlabelled.forEach((id) => live.cy.getElementById(id).data("label", label(nodes.get(id)))));
+    unlabelled.clear();
   }
 
   function label(n) {
@@ -300,12 +313,14 @@
         { selector: "edge.faded", style: { opacity: 0.3, "line-style": "dashed" } },
       ],
     });
+    unlabelled.clear(); // drawn with the labels of now
     live.cy.batch(() => showPath(live.cy));
     live.cy.ready(() => requestAnimationFrame(() => {
       live.drawnAt = performance.now();
       if (stored) live.laidOutAt = live.drawnAt;
     }));
     live.cy.on("tap", "node", (e) => openPanel(e.target.id()));
+    live.cy.on("zoom", () => { if (unlabelled.size && labelsReadable()) relabel(); });
     if (stored) return;
     elkLayout().then((laid) => {
       keepLayout(laid);
