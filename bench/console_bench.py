@@ -28,10 +28,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -41,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from tests.browser.console import CHROMIUM, Console  # noqa: E402 - after ROOT is importable
-from tests.cluster.harness import Deployment  # noqa: E402
+from tests.cluster.harness import deployed  # noqa: E402
 
 BACKENDS = {"embedded": ("sqlite", "SQLite WAL + django-q2 ORM broker, consumers poll"),
             "postgres": ("postgres", "PostgreSQL + Redis, wake-ups through channels_redis")}
@@ -161,11 +159,8 @@ class Bench:
 
 
 def bench_backend(backend: str, args, browser) -> dict:
-    workdir = Path(tempfile.mkdtemp(prefix=f"forge-console-bench-{backend}-"))
-    dep = None
-    try:
-        dep = Deployment(workdir, BACKENDS[backend][0], test_timings=False)
-        bench = Bench(Console(dep, workdir), browser)
+    with deployed(f"forge-console-bench-{backend}-", BACKENDS[backend][0], on_error=log, test_timings=False) as dep:
+        bench = Bench(Console(dep, dep.workdir), browser)
         out = {"backend": backend, "load_before": round(os.getloadavg()[0], 2)}
         out["latency"] = bench.latency(args.paced)
         log(f"{backend} latency: {out['latency']}")
@@ -175,14 +170,6 @@ def bench_backend(backend: str, args, browser) -> dict:
         log(f"{backend} burst: {out['burst']}")
         out["load_after"] = round(os.getloadavg()[0], 2)
         return out
-    except BaseException:
-        if dep is not None:
-            log(f"{backend}: cluster log tail:\n{dep.logs()}")
-        raise
-    finally:
-        if dep is not None:
-            dep.close()
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def log(message: str) -> None:

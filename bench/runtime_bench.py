@@ -23,16 +23,14 @@ import argparse
 import json
 import os
 import re
-import shutil
 import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.cluster.harness import Deployment, queued_python_agent  # noqa: E402 - after ROOT is importable
+from tests.cluster.harness import Deployment, deployed, queued_python_agent  # noqa: E402 - after ROOT is importable
 
 BACKENDS = {"embedded": "SQLite WAL + django-q2 ORM broker", "postgres": "PostgreSQL + Redis"}
 HARNESS_BACKENDS = {"embedded": "sqlite", "postgres": "postgres"}
@@ -111,11 +109,9 @@ result = dict(runs=len(run_ms), dispatch_to_done_ms=round(statistics.median(disp
 
 def bench_backend(backend: str, args) -> dict:
     """Deploy, warm up, time every shape and mode, then the one-step latency; always clean up."""
-    workdir = Path(tempfile.mkdtemp(prefix=f"forge-bench-{backend}-"))
-    dep = None
-    try:
-        dep = Deployment(workdir, HARNESS_BACKENDS[backend], test_timings=False, FORGE_WORKERS=str(args.workers),
-                         FORGE_PYTHON_CALLABLES=NOOP)
+    with deployed(f"forge-bench-{backend}-", HARNESS_BACKENDS[backend], on_error=log, test_timings=False,
+                  FORGE_WORKERS=str(args.workers), FORGE_PYTHON_CALLABLES=NOOP) as dep:
+        workdir = dep.workdir
         queued_python_agent(dep)
         dep.start_cluster()
         started = time.perf_counter()
@@ -138,14 +134,6 @@ def bench_backend(backend: str, args) -> dict:
         log(f"{backend} latency: {out['latency']}")
         out["load_after"] = round(os.getloadavg()[0], 2)
         return out
-    except BaseException:
-        if dep is not None:
-            log(f"{backend}: cluster log tail:\n{dep.logs()}")
-        raise
-    finally:
-        if dep is not None:
-            dep.close()
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def bench_peer(peer: str, n: int, shapes: list[str]) -> dict:

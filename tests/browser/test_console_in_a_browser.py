@@ -4,9 +4,7 @@ socket and come back to exactly what the database says."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 
 import pytest
 
@@ -215,11 +213,7 @@ def test_cancel_a_running_run_whose_shell_step_sleeps_and_see_it_stop(console, b
         assert in_database(console, run_id) == {"warm": "completed", "nap": "cancelled", "after": "cancelled"}
         console.shot(olive, "run-cancelled")
     finally:
-        for pid in gates.pids("nap"):  # never leave one behind, whatever the outcome
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        gates.kill_started("nap")
 
 
 def test_the_inbox_badge_and_runs_list_follow_along_without_a_reload(console, browser):

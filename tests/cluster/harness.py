@@ -18,10 +18,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from datetime import datetime, timezone
@@ -187,6 +189,25 @@ class Deployment:
         return "\n".join(path.read_text()[-3000:] for path in sorted(self.workdir.glob("qcluster-*.log")))
 
 
+@contextlib.contextmanager
+def deployed(prefix: str, backend: str, *, on_error=None, **kwargs):
+    """A Deployment in a new temporary folder, closed and removed after the block; when the block fails, the
+    cluster's log tail goes to `on_error` first."""
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    deployment = None
+    try:
+        deployment = Deployment(workdir, backend, **kwargs)
+        yield deployment
+    except BaseException:
+        if deployment is not None and on_error is not None:
+            on_error(f"{backend}: cluster log tail:\n{deployment.logs()}")
+        raise
+    finally:
+        if deployment is not None:
+            deployment.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def queued_python_agent(deployment: Deployment) -> None:
     """A python agent `worker` whose steps go through execute_step (not inline in advance)."""
     deployment.query("from forge.governance.models import Agent\n"
@@ -239,3 +260,11 @@ class Gates:
 
     def open(self, step: str) -> None:
         (self.path / f"open.{step}").touch()
+
+    def kill_started(self, step: str) -> None:
+        """SIGKILL every execution of `step` that started: a test never leaves one behind, whatever its outcome."""
+        for pid in self.pids(step):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

@@ -4,8 +4,6 @@ so the resumed attempt never runs beside the old one."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 
 import pytest
 
@@ -50,11 +48,7 @@ def test_a_killed_workers_shell_command_is_gone_before_a_new_cluster_resumes_the
         deployment.start_cluster()
         run = deployment.finished(run_id)
     finally:
-        for pid in gates.pids("sh"):  # never leave one behind, whatever the outcome
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        gates.kill_started("sh")
 
     assert (run["status"], run["restart_count"]) == ("completed", 1), run
     assert gates.started("sh") == 2

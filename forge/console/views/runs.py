@@ -16,7 +16,7 @@ from forge.console.run_view import run_view
 from forge.console.step_panel import step_panel
 from forge.console.timeline import timeline
 from forge.console.views.pages import require_view
-from forge.runs.models import RUN_STATUSES, Run
+from forge.runs.models import RUN_STATUSES
 from forge.runs.selectors import may_decide, runs_for_user
 
 PER_PAGE = 50

@@ -8,7 +8,6 @@ from django.urls import URLPattern, reverse
 from forge.console import urls
 from forge.runs.models import Approval
 from forge.schedules.services import schedule_add
-from tests.forge.console_pages.test_run_pages import run  # noqa: F401 - the fixture: a run waiting for approval
 
 pytestmark = pytest.mark.django_db
 OPEN = {"login", "logout"}  # the two pages someone without a session must reach
@@ -18,7 +17,7 @@ UNKNOWN = {"run_id": 999999, "approval_id": 999999, "schedule_id": 999999, "step
 
 
 @pytest.fixture
-def known(run, operator):  # noqa: F811
+def known(run, operator):
     schedule = schedule_add(user=operator, workflow=run.workflow, cron="0 3 * * *")
     return {"run_id": run.pk, "approval_id": Approval.objects.get(run=run).pk, "schedule_id": schedule.pk,
             "step": "prepare", "name": run.workflow.name, "content_hash": run.version.content_hash}

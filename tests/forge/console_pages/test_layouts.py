@@ -8,18 +8,17 @@ from django.urls import reverse
 
 from forge.audit.models import AuditEvent
 from forge.workflows.models import GraphLayout
-from tests.forge.console_pages.test_run_pages import run  # noqa: F401 - the fixture: a run waiting for approval
 
 pytestmark = pytest.mark.django_db
 GOOD = {"prepare": {"x": 60, "y": 22}, "sign_off": {"x": 220, "y": 22}, "ship": {"x": 380.5, "y": 22}}
 
 
-def post(client, run, body):  # noqa: F811
+def post(client, run, body):
     return client.post(reverse("console:layout", args=[run.version.content_hash]),
                        body if isinstance(body, str) else json.dumps(body), content_type="application/json")
 
 
-def test_the_first_layout_is_kept_audited_and_drawn_by_every_later_page(client, run, operator):  # noqa: F811
+def test_the_first_layout_is_kept_audited_and_drawn_by_every_later_page(client, run, operator):
     client.force_login(operator)
     assert post(client, run, GOOD).json() == {"kept": True}
     assert post(client, run, {**GOOD, "ship": {"x": 0, "y": 0}}).json() == {"kept": False}  # the first stays
@@ -34,7 +33,7 @@ def test_the_first_layout_is_kept_audited_and_drawn_by_every_later_page(client, 
     {**GOOD, "intruder": {"x": 1, "y": 1}}, {**GOOD, "ship": {"x": "1", "y": 2}}, {**GOOD, "ship": {"x": True, "y": 2}},
     {**GOOD, "ship": {"x": 1e308 * 10, "y": 2}}, {**GOOD, "ship": {"x": 1, "y": 2, "z": 3}}, {**GOOD, "ship": [1, 2]},
 ])
-def test_a_bad_layout_is_a_clear_400_and_keeps_nothing(client, run, operator, body):  # noqa: F811
+def test_a_bad_layout_is_a_clear_400_and_keeps_nothing(client, run, operator, body):
     client.force_login(operator)
     response = post(client, run, body)
     assert response.status_code == 400 and response.json()["error"]

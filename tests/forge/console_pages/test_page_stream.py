@@ -10,7 +10,7 @@ from forge.asgi import application
 from forge.runs import services
 from forge.runs.models import Approval
 from tests.forge.conftest import fast_forward, member
-from tests.forge.console_pages.test_run_pages import APPROVAL
+from tests.forge.console_pages.conftest import APPROVAL
 from tests.forge.console_pages.test_run_stream import ORIGIN, login, sync
 
 pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True)]

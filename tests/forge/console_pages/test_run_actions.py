@@ -9,7 +9,7 @@ from forge.audit.models import AuditEvent
 from forge.runs import services
 from forge.runs.models import Approval, Run
 from tests.forge.conftest import fast_forward
-from tests.forge.console_pages.test_run_pages import APPROVAL
+from tests.forge.console_pages.conftest import APPROVAL
 
 pytestmark = pytest.mark.django_db
 

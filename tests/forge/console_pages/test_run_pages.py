@@ -7,24 +7,8 @@ from django.urls import reverse
 
 from forge.runs import services
 from forge.runs.models import RunEvent
-from tests.forge.conftest import fast_forward
 
 pytestmark = pytest.mark.django_db
-
-APPROVAL = """
-name: needs_a_yes
-steps:
-  - {id: prepare, agent: mock, command: prepare, mock: {outputs: {ready: true}}}
-  - {id: sign_off, approval: required, approval_message: ship it?, depends_on: [prepare]}
-  - {id: ship, agent: mock, command: ship, depends_on: [sign_off]}
-"""
-
-
-@pytest.fixture
-def run(save_workflow, operator):
-    version = save_workflow(APPROVAL)
-    return fast_forward(services.run_start(user=operator, version=version))
-
 
 def test_the_run_view_shows_each_step_its_status_and_why_it_is_not_running(client, run, approver):
     client.force_login(approver)

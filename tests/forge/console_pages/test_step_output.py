@@ -6,12 +6,11 @@ from django.urls import reverse
 
 from forge.runs.models import StepOutput, StepResult
 from forge.runtime.output import KEPT_CHARS, watcher
-from tests.forge.console_pages.test_run_pages import run  # noqa: F401 - the fixture: a run waiting for approval
 
 pytestmark = pytest.mark.django_db
 
 
-def test_the_panel_of_a_running_step_shows_what_it_printed_so_far(client, run, operator):  # noqa: F811
+def test_the_panel_of_a_running_step_shows_what_it_printed_so_far(client, run, operator):
     StepResult.objects.filter(run=run, step="ship").update(status="running", attempt=1)
     watch = watcher(run.pk, "ship", 1)
     watch("loading rows\n", "")
@@ -23,13 +22,13 @@ def test_the_panel_of_a_running_step_shows_what_it_printed_so_far(client, run, o
     assert StepOutput.objects.count() == 1
 
 
-def test_only_the_last_characters_of_each_stream_are_kept(run):  # noqa: F811
+def test_only_the_last_characters_of_each_stream_are_kept(run):
     watcher(run.pk, "ship", 1)("x" * KEPT_CHARS + "tail", "e" * (KEPT_CHARS + 10))
     kept = StepOutput.objects.get()
     assert kept.stdout.endswith("tail") and len(kept.stdout) == len(kept.stderr) == KEPT_CHARS
 
 
-def test_an_ended_step_shows_its_own_stdout_and_keeps_its_stderr(client, run, operator):  # noqa: F811
+def test_an_ended_step_shows_its_own_stdout_and_keeps_its_stderr(client, run, operator):
     StepResult.objects.filter(run=run, step="ship").update(status="failed", attempt=1, stdout="final words\n")
     watcher(run.pk, "ship", 1)("partial\n", "boom\n")
     client.force_login(operator)
