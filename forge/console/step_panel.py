@@ -9,7 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from engine.interpreter.state import StepStatus
+from forge.runs.creation import compile_version
 from forge.runs.models import Approval, Run, RunEvent, StepOutput, StepResult
+from forge.runs.selectors import step_iterations
 
 
 @dataclass
@@ -38,6 +40,7 @@ class StepPanel:
     outputs: str
     approvals: list[Approval]
     printed: StepOutput | None  # the current attempt's output so far (a shell step), with its stderr
+    iterations: list[dict[str, Any]]  # a loop step's, each with its outputs as JSON
 
     @property
     def running(self) -> bool:
@@ -70,5 +73,10 @@ def step_panel(run: Run, step: str) -> StepPanel | None:
         attempt.status = status
     approvals = list(Approval.objects.filter(run=run, step=step).select_related("decided_by").order_by("id"))
     printed = StepOutput.objects.filter(run=run, step=step, attempt=row.attempt).first()
+    spec = compile_version(run.version)[0].by_id.get(step)
+    iterations = []
+    if spec is not None and spec.model.loop is not None and row.iteration:
+        iterations = [{**item, "outputs": _json(item.get("outputs"))} for item in step_iterations(run, step)]
     return StepPanel(run=run, row=row, attempts=[attempts[n] for n in sorted(attempts)],
-                     given=_json(row.dispatch), outputs=_json(row.outputs), approvals=approvals, printed=printed)
+                     given=_json(row.dispatch), outputs=_json(row.outputs), approvals=approvals, printed=printed,
+                     iterations=iterations)

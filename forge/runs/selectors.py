@@ -32,6 +32,13 @@ def run_report(run: Run) -> dict[str, Any]:
     return report(RunOutcome(interpreter.workflow, interpreter.state, paused, interpreter.state.now))
 
 
+def step_iterations(run: Run, step: str) -> list[dict[str, Any]]:
+    """A loop step's iterations so far (spec section 9: iteration, attempt, stdout, outputs), from a copy of
+    the run's state."""
+    state = bridge.replica(run).state.steps.get(step)
+    return list(state.history) if state is not None else []
+
+
 def may_decide(user, approval: Approval) -> str | None:
     """Why `user` may not decide `approval`, or None when they may (`user` None is the system)."""
     if user is None:
