@@ -32,7 +32,7 @@ CSRF_TRUSTED_ORIGINS = env_list("FORGE_CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    "forge.admin_site.ForgeAdminConfig",  # django.contrib.admin, open to the Admins group
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -46,6 +46,11 @@ def can(user, action: str) -> bool:
     return bool(group_names(user) & set(ACTIONS[action]))
 
 
+def may_use_admin(user) -> bool:
+    """Django admin (agents, budgets, policies, schedules, people): staff accounts and the Admins group."""
+    return _active(user) and (user.is_staff or ADMINS in group_names(user))
+
+
 def deciding_groups(approvers: Iterable[str]) -> frozenset[str]:
     """The groups whose members may decide an approval that names `approvers` (empty: none named).
 
