@@ -24,6 +24,11 @@ def console(request, tmp_path):
     shots.mkdir(parents=True, exist_ok=True)
     deployment = Deployment(tmp_path, request.param, FORGE_PYTHON_CALLABLES="forge.runs.callables.noop")
     try:
-        yield Console(deployment, shots)
-    finally:
+        console = Console(deployment, shots)
+    except BaseException:
         deployment.close()
+        raise
+    try:
+        yield console
+    finally:
+        console.close()

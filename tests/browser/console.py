@@ -29,6 +29,7 @@ class Console:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.daphne: subprocess.Popen | None = None
+        self.contexts: list = []  # the browser contexts its people logged in with, closed by close()
         deployment.env.update({"FORGE_SSL_REDIRECT": "0", "FORGE_SECURE_COOKIES": "0"})
         deployment.manage("collectstatic", "--no-input", "-v0")  # as bin/serve does: pages name hashed files
         deployment.query("from django.contrib.auth.models import Group, User\n" + "".join(
@@ -63,6 +64,7 @@ class Console:
 
     def login_in(self, context, name: str):
         """A page of `context` logged in as `name` through the login form."""
+        self.contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(60_000)
         page.goto(self.url + "/login/")
@@ -71,6 +73,11 @@ class Console:
         page.click("button[type=submit]")
         page.wait_for_load_state()
         return page
+
+    def close(self) -> None:
+        for context in self.contexts:
+            context.close()
+        self.deployment.close()
 
     def shot(self, page, name: str) -> Path:
         path = self.shots / f"{name}.png"

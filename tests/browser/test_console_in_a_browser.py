@@ -84,6 +84,7 @@ def applied_once(page) -> bool:
 
 def start_from_the_form(console, page, vendor: str) -> int:
     page.goto(console.url + "/workflows/needs_a_yes/")
+    page.wait_for_function("window.forgeWorkflow && window.forgeWorkflow.drawnAt !== null")  # its graph
     page.fill("#arg-vendor", vendor)
     page.click("#run-form button[type=submit]")
     page.wait_for_url(re.compile(r"/runs/\d+/$"))

@@ -1,6 +1,9 @@
 """Workflows in the console: the list, a workflow's versions with their diffs, and the Run form generated from
 its arguments, judged by the same rules as `forge run --arg`."""
 
+import json
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -73,3 +76,12 @@ def test_the_list_shows_each_workflow_with_its_latest_version(client, typed, ope
 def test_an_unknown_workflow_is_404(client, operator):
     client.force_login(operator)
     assert client.get(reverse("console:workflow", args=["nosuch"])).status_code == 404
+
+
+def test_the_page_carries_the_latest_version_s_graph(client, typed, operator):
+    client.force_login(operator)
+    html = client.get(reverse("console:workflow", args=["typed_args"])).content.decode()
+    graph = json.loads(re.search(r'<script id="workflow-graph" type="application/json">(.*?)</script>', html, re.S)
+                       .group(1))
+    assert [node["id"] for node in graph["nodes"]] == ["look"] and graph["layout"] is None
+    assert f'/layouts/{typed.content_hash}/' in html

@@ -225,15 +225,6 @@
     };
   }
 
-  function keepLayout(positions) {
-    // The first page to lay out this version keeps the positions on the server for every page after it.
-    const token = document.querySelector("input[name=csrfmiddlewaretoken]")?.value || "";
-    fetch(document.getElementById("graph").dataset.layoutUrl, {
-      method: "POST", credentials: "same-origin", body: JSON.stringify(positions),
-      headers: { "Content-Type": "application/json", "X-CSRFToken": token },
-    }).catch(() => {});
-  }
-
   // A label is text too small to read when zoomed out far (min-zoomed-font-size): measuring it again on every
   // status change is most of what a burst costs on a large graph, so labels follow once they can be read.
   const unlabelled = new Set();
@@ -256,78 +247,18 @@
     });
   }
 
-  function quickLayout() {
-    // Layers by longest upstream path, in document order: instant, drawn until the worker's layout arrives.
-    const depth = new Map();
-    const layerOf = (n) => {
-      if (!depth.has(n.id)) depth.set(n.id, n.deps.length ? 1 + Math.max(...n.deps.map((d) => layerOf(nodes.get(d)))) : 0);
-      return depth.get(n.id);
-    };
-    const filled = [];
-    return Object.fromEntries(data.nodes.map((n) => {
-      const layer = layerOf(n);
-      filled[layer] = (filled[layer] || 0) + 1;
-      return [n.id, { x: 60 + layer * 160, y: 22 + (filled[layer] - 1) * 60 }];
-    }));
-  }
-
-  function elkLayout() {
-    const elk = new window.ELK({ workerUrl: document.getElementById("graph").dataset.elkWorker });
-    return elk.layout({
-      id: "root",
-      layoutOptions: { "elk.algorithm": "layered", "elk.direction": "RIGHT", "elk.layered.spacing.nodeNodeBetweenLayers": "40",
-                       // Positions are all the page takes: straight edge routing and one crossing sweep.
-                       "elk.edgeRouting": "POLYLINE", "elk.layered.thoroughness": "1" },
-      children: data.nodes.map((n) => ({ id: n.id, width: 120, height: 44 })),
-      edges: data.nodes.flatMap((n) => n.deps.map((d) => ({ id: d + "->" + n.id, sources: [d], targets: [n.id] }))),
-    }).then((laid) => Object.fromEntries(laid.children.map((c) => [c.id, { x: c.x + c.width / 2, y: c.y + c.height / 2 }])));
-  }
-
   function drawGraph() {
-    if (!window.cytoscape || !window.ELK) return;
-    // A version's layout is computed once, by elkjs in its Web Worker, and kept on the server by the version's
-    // content hash; until it exists the graph is drawn at once with a quick layering, then moved. A status
-    // change only toggles classes, never lays out again.
-    const stored = data.layout && data.nodes.every((n) => data.layout[n.id]) ? data.layout : null;
-    const positions = stored || quickLayout();
-    const big = nodes.size > 300;
-    live.cy = window.cytoscape({
-      container: document.getElementById("graph"),
-      elements: [
-        ...[...nodes.values()].map((n) => ({ data: { id: n.id, label: label(n) }, position: positions[n.id], classes: "status-" + n.status })),
-        ...data.nodes.flatMap((n) => n.deps.map((d) => ({ data: { id: d + "->" + n.id, source: d, target: n.id } }))),
-      ],
-      layout: { name: "preset" },
-      // A large graph draws cheaper: straight edges, a bitmap while panning, no label too small to read.
-      textureOnViewport: big, hideEdgesOnViewport: big,
-      style: [
-        { selector: "node", style: { shape: "round-rectangle", width: 120, height: 44, label: "data(label)", "text-wrap": "wrap",
-                                     "text-valign": "center", "font-size": 11, "min-zoomed-font-size": 7, "background-color": "#fff", "border-width": 2, "border-color": "#8a96a3" } },
-        { selector: "edge", style: { width: 1.5, "curve-style": big ? "haystack" : "bezier", "target-arrow-shape": big ? "none" : "triangle", "line-color": "#b5bec7", "target-arrow-color": "#b5bec7" } },
-        { selector: ".status-running", style: { "border-color": "#2457c5", "background-color": "#e8f0fe" } },
-        { selector: ".status-waiting", style: { "border-color": "#8a5a00", "background-color": "#fff4d6", "border-style": "dashed" } },
-        { selector: ".status-completed", style: { "border-color": "#1f7a3f", "background-color": "#e3f4e8" } },
-        { selector: ".status-failed", style: { "border-color": "#b3261e", "background-color": "#fde7e6" } },
-        { selector: ".status-skipped, .status-cancelled", style: { opacity: 0.45 } },
-        { selector: "edge.taken", style: { width: 2.5, "line-color": "#1f7a3f", "target-arrow-color": "#1f7a3f" } },
-        { selector: "edge.faded", style: { opacity: 0.3, "line-style": "dashed" } },
-      ],
+    if (!window.cytoscape || !window.ELK || !window.forgeGraph) return;
+    live.cy = window.forgeGraph.draw({
+      container: document.getElementById("graph"), nodes: data.nodes, layout: data.layout, labelOf: label,
+      classOf: (n) => "status-" + n.status,
+      drawn: () => { live.drawnAt = performance.now(); },
+      laidOut: () => { live.laidOutAt = performance.now(); },
     });
     unlabelled.clear(); // drawn with the labels of now
     live.cy.batch(() => showPath(live.cy));
-    live.cy.ready(() => requestAnimationFrame(() => {
-      live.drawnAt = performance.now();
-      if (stored) live.laidOutAt = live.drawnAt;
-    }));
     live.cy.on("tap", "node", (e) => openPanel(e.target.id()));
     live.cy.on("zoom", () => { if (unlabelled.size && labelsReadable()) relabel(); });
-    if (stored) return;
-    elkLayout().then((laid) => {
-      keepLayout(laid);
-      live.cy.batch(() => live.cy.nodes().forEach((n) => n.position(laid[n.id()])));
-      live.cy.fit(undefined, 30);
-      requestAnimationFrame(() => { live.laidOutAt = performance.now(); });
-    }).catch(() => {}); // the quick layering stays
   }
 
   drawGraph();
