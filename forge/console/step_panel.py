@@ -70,7 +70,8 @@ def step_panel(run: Run, step: str) -> StepPanel | None:
         if status in StepStatus.TERMINAL or status == "failed" or event.data.get("error"):
             attempt.finished_at = event.at
             attempt.error, attempt.error_code = event.data.get("error"), event.data.get("error_code")
-        attempt.status = status
+        # An attempt that failed and waits to be tried again reads failed, not the step's pending.
+        attempt.status = "failed" if event.data.get("error") and status not in StepStatus.TERMINAL else status
     approvals = list(Approval.objects.filter(run=run, step=step).select_related("decided_by").order_by("id"))
     printed = StepOutput.objects.filter(run=run, step=step, attempt=row.attempt).first()
     spec = compile_version(run.version)[0].by_id.get(step)
