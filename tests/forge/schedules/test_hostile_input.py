@@ -103,8 +103,6 @@ def test_changing_what_a_queue_one_schedule_runs_drops_its_waiting_due_time(add_
     assert ScheduleFire.objects.get(due_at=utc(2030, 1, 14, 10, 20)).status == "dropped"
 
 
-@pytest.mark.skipif(connection.vendor == "sqlite", reason="SQLite's IMMEDIATE transactions already serialise "
-                    "these; the PostgreSQL rerun of tests/forge runs it")
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_engaging_the_kill_switch_waits_for_a_decision_under_way(add_schedule, report, admin_user, monkeypatch):
     schedule = add_schedule(report)
