@@ -18,8 +18,8 @@ from django.views.decorators.http import require_POST
 from forge.accounts.roles import can
 from forge.console.run_form import arg_fields, posted_args
 from forge.console.views.pages import require_view
+from forge.console.workflow_graph import workflow_graph
 from forge.runs import services
-from forge.runs.creation import compile_version
 from forge.runs.models import Run
 from forge.runs.selectors import runs_for_user
 from forge.schedules import services as schedules
@@ -63,18 +63,11 @@ def workflow_detail(request, name: str):
     return _page(request, workflow, version, arg_fields(version) if version else [])
 
 
-def _graph(version) -> dict | None:
-    if version is None:
-        return None
-    steps = compile_version(version)[0].steps
-    return {"nodes": [{"id": s.id, "kind": s.kind, "deps": list(s.deps)} for s in steps],
-            "layout": layouts.layout_of(version.content_hash)}
-
-
 def _page(request, workflow, version, fields, status: int = 200):
     runs = runs_for_user(request.user).filter(workflow=workflow).select_related("version", "started_by")
     return render(request, "console/workflow.html", {
-        "nav": "workflows", "workflow": workflow, "version": version, "fields": fields, "graph": _graph(version),
+        "nav": "workflows", "workflow": workflow, "version": version, "fields": fields,
+        "graph": workflow_graph(version) if version else None,
         "versions": _versions(workflow), "runs": runs.order_by("-id")[:20],
         "schedules": Schedule.objects.filter(workflow=workflow).order_by("pk"),
         "may_run": can(request.user, "run.start"), "may_schedule": can(request.user, "schedule.manage"),

@@ -1,0 +1,15 @@
+"""What graph.js draws of a workflow version: its steps with their dependencies, and the layout kept for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from forge.runs.creation import compile_version
+from forge.workflows.layouts import layout_of
+from forge.workflows.models import WorkflowVersion
+
+
+def workflow_graph(version: WorkflowVersion) -> dict[str, Any]:
+    workflow, _ = compile_version(version)
+    return {"nodes": [{"id": s.id, "kind": s.kind, "deps": list(s.deps)} for s in workflow.steps],
+            "layout": layout_of(version.content_hash)}
