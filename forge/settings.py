@@ -7,6 +7,7 @@ channel layer. Production: DATABASE_URL (PostgreSQL) and REDIS_URL.
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from engine.executors.egress import allow_list as egress_allow_list
@@ -55,6 +56,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",  # before WhiteNoise: static files too (the elkjs worker runs under it)
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -216,6 +218,22 @@ SECURE_HSTS_SECONDS = env_int("FORGE_HSTS_SECONDS", 0 if DEBUG else 31536000, mi
 SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
 SECURE_HSTS_PRELOAD = not DEBUG
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("FORGE_BEHIND_PROXY") else None
+
+# The Content-Security-Policy of every response (django-csp): scripts, styles, fetches and workers from the
+# console's own origin only; an inline <script> or <style> runs only with the response's nonce
+# (`request.csp_nonce`, put in the header only when a page uses it). 'self' in connect-src also matches ws: and
+# wss: on the page's own host and port (CSP Level 3, "Does url match expression in origin"): the live sockets.
+CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
+    "default-src": [SELF],
+    "script-src": [SELF, NONCE],
+    "style-src": [SELF, NONCE],
+    "connect-src": [SELF],
+    "worker-src": [SELF],  # elkjs lays the graphs out in a Web Worker
+    "object-src": [NONE],
+    "base-uri": [NONE],
+    "form-action": [SELF],
+    "frame-ancestors": [NONE],
+}}
 
 LOGGING = {
     "version": 1,
