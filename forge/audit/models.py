@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from engine.secrets import redact_literal_secrets
 from forge.write_once import WriteOnceQuerySet
 
 
@@ -42,6 +43,12 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor} {self.code} {self.target}"
+
+    @property
+    def shown_detail(self) -> dict:
+        """The detail as every page, export and API shows it: a literal secret (a configuration saved before
+        they were refused, copied here by its audit event) redacted, as rows are never rewritten."""
+        return redact_literal_secrets(self.detail)
 
     def save(self, *args, **kwargs):
         if self.pk is not None and not kwargs.get("force_insert"):

@@ -5,3 +5,6 @@ class GovernanceConfig(AppConfig):
     name = "forge.governance"
     label = "forge_governance"
     verbose_name = "Governance"
+
+    def ready(self):
+        from forge.governance import checks  # noqa: F401  (registers the checks)

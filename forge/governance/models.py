@@ -14,7 +14,7 @@ from django.utils import timezone
 from engine.executors.openai import DEFAULT_PRICES
 from engine.executors.shell import agent_env_problems
 from engine.governance.context import POLICY_EFFECTS, check_policy_expression
-from engine.secrets import secret_name_problem
+from engine.secrets import literal_secret_problems, secret_name_problem
 
 PROVIDERS = ("mock", "shell", "http", "openai", "python")
 
@@ -24,12 +24,11 @@ def hash_token(token: str) -> str:
 
 
 def secret_names(*keys: str):
-    """A config check: each of `keys`, when set, names an agent secret (engine/secrets.py), never a server secret."""
+    """A config check: each of `keys`, when set, is one name, not a list (literal_secret_problems checks the name)."""
     def check(config: dict):
         for key in keys:
-            if config.get(key) not in (None, ""):
-                if problem := secret_name_problem(config[key]):
-                    yield f"{key}: {problem}"
+            if isinstance(config.get(key), list):
+                yield f"{key}: {secret_name_problem(config[key])}"
     return check
 
 
@@ -87,6 +86,12 @@ class Gateway(models.Model):
     def token_matches(self, token: str) -> bool:
         return bool(self.token_hash) and hmac.compare_digest(self.token_hash, hash_token(token))
 
+    def clean(self):
+        problems = {field: found for field in ("url", "capabilities")
+                    if (found := literal_secret_problems({field: getattr(self, field)}))}
+        if problems:
+            raise ValidationError(problems)
+
 
 class Agent(models.Model):
     """What a step's `agent:` names: a provider (executor) and its configuration."""
@@ -122,9 +127,10 @@ class Agent(models.Model):
     def clean(self):
         if not isinstance(self.config, dict):
             raise ValidationError({"config": "the configuration must be a JSON object"})
-        problems = [problem for check in CONFIG_CHECKS.get(self.provider, ()) for problem in check(self.config)]
-        if problems:
-            raise ValidationError({"config": problems})
+        problems = literal_secret_problems(self.config)
+        problems += [problem for check in CONFIG_CHECKS.get(self.provider, ()) for problem in check(self.config)]
+        if problems:  # a shell agent's bad secret_env name is found by both: said once
+            raise ValidationError({"config": list(dict.fromkeys(problems))})
 
 
 class BudgetEnvelope(models.Model):

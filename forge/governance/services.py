@@ -17,6 +17,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models, transaction
 from django.db.models import ProtectedError
 
+from engine.secrets import redact_literal_secrets
 from forge.audit.services import audit
 from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy
 from forge.workflows.models import StepLibraryEntry
@@ -42,7 +43,8 @@ def _require(user, action: str, instance: models.Model) -> None:
 
 def _fields(instance: models.Model) -> dict[str, Any]:
     """What a person edits of the row, as JSON. Fields no form edits (a gateway's token hash, timestamps
-    kept by Django) are left out, so no hash or secret reaches the audit trail."""
+    kept by Django) are left out, and a literal secret a row saved before the rule still holds is redacted,
+    so no hash or secret reaches the audit trail."""
     values = {}
     for field in instance._meta.concrete_fields:
         if field.primary_key or not field.editable:
@@ -52,7 +54,7 @@ def _fields(instance: models.Model) -> dict[str, Any]:
             values[field.name] = str(related) if related is not None else None
         else:
             values[field.name] = field.value_from_object(instance)
-    return json.loads(json.dumps(values, cls=DjangoJSONEncoder))
+    return redact_literal_secrets(json.loads(json.dumps(values, cls=DjangoJSONEncoder)))
 
 
 def _target(noun: str, instance: models.Model) -> str:
