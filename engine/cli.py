@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.arguments import ArgumentsInvalid, resolve_args
+from engine.executors.sandbox import sandbox_from_environ
 from engine.interpreter import DECISIONS, Options
 from engine.problems import Problem, WorkflowInvalid
 from engine.report import report
@@ -50,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, default=16, metavar="N", help="steps in flight at once (default 16)")
     run.add_argument("--timeout", type=float, default=3600.0, metavar="S", help="default step timeout in seconds")
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    run.add_argument("--shell-network", action="store_true",
+                     help="let shell steps reach the network (their sandbox has none otherwise)")
     return parser
 
 
@@ -156,9 +159,13 @@ def cmd_run(args) -> int:
             print(f"{args.file}: {problem.code}: {problem.message}", file=sys.stderr)
         return EXIT_INVALID
     options = Options(max_concurrency=args.concurrency, default_timeout_s=args.timeout)
+    try:
+        sandbox = sandbox_from_environ(network=args.shell_network)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     runner = LocalRunner(workflow, args=run_args, decisions=decisions, fast=args.fast,
                          base_dir=Path(args.file).resolve().parent, library=library, options=options,
-                         on_command=None if args.quiet else log_command)
+                         on_command=None if args.quiet else log_command, sandbox=sandbox)
     try:
         outcome = runner.run()
     except DecisionMismatch as exc:

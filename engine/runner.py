@@ -25,6 +25,7 @@ from typing import Any
 from engine.arguments import ArgumentsInvalid, resolve_args
 from engine.executors import ShellExecutor, StepRequest, StepResult
 from engine.executors import mock as mock_agent
+from engine.executors.sandbox import Sandbox
 from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
 from engine.interpreter import Interpreter, Options, RunState
@@ -53,6 +54,7 @@ class LocalRunner:
         options: interpreter options (concurrency, default timeout).
         on_command: called with every command (progress output).
         record: a list that receives every event and its commands (a replay log's entries).
+        sandbox: where shell steps run (sandbox.py); on, without network, unless said otherwise.
         state: a prepared state (restart-from-step) instead of a new run's.
     """
 
@@ -61,7 +63,7 @@ class LocalRunner:
                  library: Mapping[str, Mapping] | None = None, options: Options | None = None,
                  on_command: Callable[[Any], None] | None = None, start_at: float | None = None,
                  workdir: str | None = None, depth: int = 0, record: list | None = None,
-                 run_id: str | None = None, state: RunState | None = None):
+                 run_id: str | None = None, state: RunState | None = None, sandbox: Sandbox | None = None):
         self.workflow = workflow
         self.decisions = dict(decisions or {})
         self.fast = fast
@@ -83,7 +85,8 @@ class LocalRunner:
         self._cancelled: set[tuple[str, int]] = set()
         self._own_workdir = workdir is None
         self.workdir = workdir
-        self._shell = ShellExecutor()
+        self.sandbox = Sandbox() if sandbox is None else sandbox
+        self._shell = ShellExecutor(sandbox=self.sandbox)
         self._pool: ThreadPoolExecutor | None = None
 
     def run(self) -> RunOutcome:
@@ -240,7 +243,7 @@ class LocalRunner:
             return
         runner = LocalRunner(child, args=args, decisions=self.decisions, fast=self.fast, base_dir=self.base_dir,
                              library=self.library, options=self.options, start_at=self.now, workdir=self.workdir,
-                             depth=self.depth + 1)
+                             depth=self.depth + 1, sandbox=self.sandbox)
         outcome = runner.run()
         if outcome.paused:
             return  # the parent step stays in flight, so the whole run ends paused

@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from engine.executors.egress import allow_list as egress_allow_list
 from forge.env import env_bool, env_float, env_int, env_list, env_secret, env_str
+from engine.executors.sandbox import sandbox_from_environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("FORGE_DATA_DIR") or BASE_DIR / "var")
@@ -182,6 +183,11 @@ except ValueError as exc:
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+# Where shell steps run (FORGE_SHELL_SANDBOX, FORGE_SHELL_UID, FORGE_SHELL_GID); each agent adds its network and limits.
+try:
+    FORGE_SHELL_SANDBOX = sandbox_from_environ()
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},

@@ -1,4 +1,4 @@
-"""The built-in `shell` agent: `sh -c COMMAND` in the run's working directory.
+"""The built-in `shell` agent: `sh -c COMMAND` in the run's working directory, inside a sandbox (sandbox.py).
 
 The command refers to its values through variables (FORGE_V1, ...), so the
 shell only interprets what the author wrote. It runs in a clean environment
@@ -19,20 +19,21 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from engine.executors.base import StepRequest, StepResult
 from engine.executors.gateway_result import Malformed, clean_text, load_json, outputs_problem
+from engine.executors.sandbox import SAFE_PATH, Sandbox, limits_problems
 from engine.secrets import SECRET_PREFIX, read_secret, secret_name_problem
 from engine.expressions.errors import ExpressionError
 from engine.templates import VALUE_PREFIX, parse_template
 
-MAX_OUTPUT_BYTES = 1_048_576
 _CHUNK = 65536
-SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 GUARD = str(Path(__file__).with_name("groupguard.py"))
 _GUARD_ENV = {k: v for k, v in os.environ.items() if k == "LD_LIBRARY_PATH"}  # nothing a step could read there
 RESERVED = ("PATH", "HOME")  # and every FORGE_ name: the step's own and its value variables
@@ -60,10 +61,11 @@ def shield_worker() -> bool:
 
 
 def agent_env_problems(config: Mapping) -> list[str]:
-    """Why a shell agent's `env` (NAME: literal value) and `secret_env` (worker variables to pass on) are refused."""
+    """Why a shell agent's `env` (NAME: literal value), `secret_env` (worker variables to pass on), `network` and
+    `limits` (sandbox.py) are refused."""
     if not isinstance(config, Mapping):
         return ["the configuration must be a JSON object"]
-    problems = []
+    problems = limits_problems(config)
     env, secrets = config.get("env", {}), config.get("secret_env", [])
     if not isinstance(env, Mapping) or len(env) > MAX_ENV_ENTRIES:
         problems.append(f"env must be a mapping of at most {MAX_ENV_ENTRIES} NAME: value pairs")
@@ -178,20 +180,22 @@ def _has_placeholders(command: str | None) -> bool:
 
 
 class ShellExecutor:
-    """Runs commands with `sh -c`, in a clean environment.
+    """Runs commands with `sh -c`, in a clean environment and a sandbox.
 
     Args:
         env: what the agent's configuration adds to the environment (agent_environment()).
-        max_output_bytes: how much of stdout is kept (the first bytes; of stderr, the last MAX_STDERR_BYTES).
+        sandbox: where the command runs, with the agent's network and limits (Sandbox.for_agent()); its
+            `output_kb` is how much of stdout is kept (the first bytes; of stderr, the last MAX_STDERR_BYTES).
         watch: hears (stdout, stderr) so far every WATCH_EVERY_S while the command runs, and once at its end.
 
     The values of the agent's secrets never leave in what the command printed: each becomes SECRET_SHOWN.
     """
 
-    def __init__(self, env: Mapping[str, str] | None = None, max_output_bytes: int = MAX_OUTPUT_BYTES,
+    def __init__(self, env: Mapping[str, str] | None = None, sandbox: Sandbox | None = None,
                  watch: Callable[[str, str], None] | None = None):
         self.env = {k: v for k, v in (env or {}).items() if k.startswith(SECRET_PREFIX) or not _reserved(k)}
-        self.max_output_bytes = max_output_bytes
+        self.sandbox = Sandbox() if sandbox is None else sandbox
+        self.max_output_bytes = self.sandbox.output_bytes
         self.watch = watch
         # Longest first, so a secret that contains another is replaced whole.
         self.secrets = sorted({v for k, v in self.env.items() if k.startswith(SECRET_PREFIX) and v}, key=len,
@@ -209,8 +213,9 @@ class ShellExecutor:
         return text
 
     def environment(self, request: StepRequest) -> dict[str, str]:
-        """Nothing of the worker's environment but its PATH: the worker's secrets stay in the worker."""
-        env = {"PATH": os.environ.get("PATH") or SAFE_PATH, "HOME": request.workdir or os.getcwd(),
+        """Nothing of the worker's environment but its PATH (outside a sandbox): its secrets stay in the worker."""
+        path = SAFE_PATH if self.sandbox.enabled else os.environ.get("PATH") or SAFE_PATH
+        env = {"PATH": path, "HOME": request.workdir,
                "LANG": "C.UTF-8", "TZ": "UTC", **self.env}
         env.update((k, v) for k, v in request.env.items() if k.startswith(VALUE_PREFIX))
         env.update(FORGE_RUN_ID=request.run_id, FORGE_STEP_ID=request.step, FORGE_ATTEMPT=str(request.attempt))
@@ -224,6 +229,21 @@ class ShellExecutor:
                                       f"not a shell; agent {request.agent!r} runs a shell now: start a new run",
                                       "template_error")
         shield_worker()
+        if request.workdir is None:  # a call outside any run: a directory of its own, never the worker's
+            with tempfile.TemporaryDirectory(prefix="forge-step-") as workdir:
+                return self._sandboxed(replace(request, workdir=workdir), cancel)
+        return self._sandboxed(request, cancel)
+
+    def _sandboxed(self, request: StepRequest, cancel: threading.Event) -> StepResult:
+        workdir = request.workdir
+        try:
+            self.sandbox.prepare(workdir)
+        except OSError as exc:
+            return StepResult.failure(f"could not prepare the run's directory for the sandbox: {exc}",
+                                      "sandbox_unavailable")
+        if problem := self.sandbox.problem(workdir):
+            return StepResult.failure(f"{problem}; or set FORGE_SHELL_SANDBOX=off to run shell steps without "
+                                      f"a sandbox (unsafe)", "sandbox_unavailable")
         watched, alive = os.pipe()  # the guard reads `watched`; only this process holds `alive`
         guard = None
         try:
@@ -231,7 +251,8 @@ class ShellExecutor:
                 guard = subprocess.Popen([sys.executable, "-I", "-S", GUARD, str(watched)], pass_fds=(watched,),
                                          env=_GUARD_ENV, stdin=subprocess.DEVNULL, process_group=0)
                 process = subprocess.Popen(
-                    ["sh", "-c", request.command], cwd=request.workdir, env=self.environment(request),
+                    self.sandbox.argv(["sh", "-c", request.command], workdir), cwd=workdir,
+                    env=self.environment(request),
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=guard.pid)
             except (OSError, ValueError) as exc:
                 return StepResult.failure(f"could not start the shell: {exc}")

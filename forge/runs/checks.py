@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import Error, Tags, register
 
 
 @register()
@@ -25,3 +25,13 @@ def queue_timing(app_configs, **kwargs):
             f"step timeout ({longest} s) plus the margin ({margin} s), or a running step is handed to a "
             f"second worker", hint="unset FORGE_TASK_RETRY_S, or raise it", id="forge.E002"))
     return errors
+
+
+@register(Tags.security, deploy=True)
+def shell_sandbox(app_configs, **kwargs):
+    """A shell step outside its sandbox reads what the worker can: the secret key, the database, its environment."""
+    if settings.FORGE_SHELL_SANDBOX.enabled:
+        return []
+    return [Error("FORGE_SHELL_SANDBOX is off: shell steps run as the worker, and can read the secret key, the "
+                  "database and the worker's environment", hint="unset FORGE_SHELL_SANDBOX (install bubblewrap)",
+                  id="forge.E003")]

@@ -52,7 +52,8 @@ def executor_for(agent, watch=None):
         return MockExecutor()
     if provider == "shell":
         try:
-            return ShellExecutor(env=agent_environment(config), watch=watch)
+            return ShellExecutor(env=agent_environment(config), sandbox=settings.FORGE_SHELL_SANDBOX.for_agent(config),
+                                 watch=watch)
         except ValueError as exc:  # a row saved without validation: refused again here
             raise AgentMisconfigured(f"agent {agent.name!r}: {exc}") from None
     if provider == "python":

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.cluster.harness import Gates, alive
+from tests.sandboxed import kill_all, marker, pids_sleeping
 
 pytestmark = pytest.mark.slow
 
@@ -28,18 +28,18 @@ steps:
   - {id: load, agent: mock, command: load, depends_on: [fetch], mock: {fail_times: 9, error: disk full}}
   - {id: report, agent: mock, command: report, depends_on: [load]}
 """
-# The nap says it started (its shell's pid in a marker, as Gates reads them), then sleeps until it is stopped.
+# The nap sleeps until it is stopped, for a duration no other process uses (its pids in its sandbox are not the
+# test's to see).
 SLEEPS = """
 name: sleeps
 args:
-  gates: {type: string, required: true}
+  seconds: {type: string, required: true}
 steps:
   - {id: warm, agent: mock, command: warm}
   - id: nap
     agent: shell
     command: >-
-      echo $$ > ${args.gates}/.nap.$$ && mv ${args.gates}/.nap.$$ ${args.gates}/started.nap.$$;
-      echo napping now; echo still awake >&2; sleep 600
+      echo napping now; echo still awake >&2; sleep ${args.seconds}
     depends_on: [warm]
   - {id: after, agent: mock, command: after, depends_on: [nap]}
 """
@@ -191,34 +191,33 @@ def test_an_outsider_sees_403(console, browser):
 
 def test_cancel_a_running_run_whose_shell_step_sleeps_and_see_it_stop(console, browser, tmp_path):
     save(console, SLEEPS)
-    gates = Gates(tmp_path / "gates")
+    seconds = marker()
     olive = console.login(browser, "olive")
     olive.goto(console.url + "/workflows/sleeps/")
-    olive.fill("#arg-gates", str(gates.path))
+    olive.fill("#arg-seconds", seconds)
     olive.click("#run-form button[type=submit]")
     olive.wait_for_url(re.compile(r"/runs/\d+/$"))
     run_id = int(re.search(r"/runs/(\d+)/", olive.url).group(1))
     try:
-        gates.wait_started(console.deployment, "nap")
-        [pid] = gates.pids("nap")
+        console.deployment.until(lambda: pids_sleeping(seconds), timeout=120, what="the nap started")
         olive.wait_for_function(status_is("nap", "running"))
         olive.click("[data-open-step=nap]")  # what it printed so far, while it runs
-        olive.wait_for_function("document.getElementById('step-stdout')?.textContent.includes('napping now')")
+        olive.wait_for_function("() => document.getElementById('step-stdout')?.textContent.includes('napping now')")
         assert "still awake" in olive.inner_text("#step-stderr")
         console.shot(olive, "run-output-so-far")
-        olive.wait_for_function("document.getElementById('cancel-form').dataset.confirm.includes('stop: nap')")
+        olive.wait_for_function("() => document.getElementById('cancel-form').dataset.confirm.includes('stop: nap')")
         said = []
         olive.once("dialog", lambda dialog: (said.append(dialog.message), dialog.accept()))
         olive.click("#cancel-form button")
         olive.wait_for_function("window.forgeRun.runStatus === 'cancelled'")
         assert "Running or waiting steps stop: nap" in said[0]
-        console.deployment.until(lambda: not alive(pid), timeout=120, what=f"the nap's shell {pid} stopped")
+        console.deployment.until(lambda: not pids_sleeping(seconds), timeout=120, what="the nap's sleep stopped")
         olive.wait_for_function(status_is("nap", "cancelled"))
         assert shown(olive) == in_database(console, run_id)
         assert in_database(console, run_id) == {"warm": "completed", "nap": "cancelled", "after": "cancelled"}
         console.shot(olive, "run-cancelled")
     finally:
-        gates.kill_started("nap")
+        kill_all(pids_sleeping(seconds))
 
 
 def test_the_inbox_badge_and_runs_list_follow_along_without_a_reload(console, browser):

@@ -7,50 +7,49 @@ import json
 
 import pytest
 
-from tests.cluster.harness import Gates, alive
+from tests.sandboxed import kill_all, marker, pids_mentioning
 
 pytestmark = pytest.mark.slow
 
-# The command says it started (a marker holding its shell's pid, as Gates reads them), waits at its gate,
-# then records that it got past it.
+# The command says it started (a marker file named by a nonce of this execution) in its run's directory, the
+# only place it sees, waits at its gate there, then records that it got past it. MARK names its processes.
 GATED_SHELL = """
 name: gated_shell
-args:
-  gates: {type: string}
 steps:
   - id: sh
     agent: shell
     command: >-
-      echo $$ > ${args.gates}/.sh.$$ && mv ${args.gates}/.sh.$$ ${args.gates}/started.sh.$$;
-      while [ ! -e ${args.gates}/open.sh ]; do sleep 0.1; done;
-      echo $$ >> ${args.gates}/ran.sh
+      id=$(cat /proc/sys/kernel/random/uuid); echo $id > .sh.$id && mv .sh.$id started.sh.$id;
+      while [ ! -e open.sh ]; do sleep 0.1; done;
+      echo $id >> ran.sh # MARK
   - {id: after, agent: mock, command: done, depends_on: [sh]}
 """
 
 
 def test_a_killed_workers_shell_command_is_gone_before_a_new_cluster_resumes_the_step(deployment, tmp_path):
-    gates: Gates = deployment.gates
+    mark = marker()
     path = tmp_path / "gated_shell.yaml"
-    path.write_text(GATED_SHELL)
+    path.write_text(GATED_SHELL.replace("MARK", mark))
     first = deployment.start_cluster()
-    started = deployment.forge("run", str(path), "--json", "--arg", f"gates={gates.path}")
+    started = deployment.forge("run", str(path), "--json")
     assert started.returncode == 0, started.stderr
     run_id = json.loads(started.stdout)["run"]
+    gates = tmp_path / "work" / f"run-{run_id}"
     try:
-        gates.wait_started(deployment, "sh")
-        [old] = gates.pids("sh")
-        assert alive(old)
+        deployment.until(lambda: list(gates.glob("started.sh.*")), timeout=120, what="the shell step started")
+        [old] = [found.name.rsplit(".", 1)[-1] for found in gates.glob("started.sh.*")]
+        assert pids_mentioning(mark)
 
         deployment.kill(first)  # the cluster's processes only: the step's shell has a process group of its own
-        deployment.until(lambda: not alive(old), timeout=60, what=f"the killed worker's shell {old} ended")
+        deployment.until(lambda: not pids_mentioning(mark), timeout=60, what="the killed worker's shell ended")
 
-        gates.open("sh")
+        (gates / "open.sh").touch()
         deployment.start_cluster()
         run = deployment.finished(run_id)
     finally:
-        gates.kill_started("sh")
+        kill_all(pids_mentioning(mark))
 
     assert (run["status"], run["restart_count"]) == ("completed", 1), run
-    assert gates.started("sh") == 2
-    ran = (gates.path / "ran.sh").read_text().split()
-    assert len(ran) == 1 and int(ran[0]) != old, ran  # only the resumed attempt got past the gate
+    assert len(list(gates.glob("started.sh.*"))) == 2
+    ran = (gates / "ran.sh").read_text().split()
+    assert len(ran) == 1 and ran[0] != old, ran  # only the resumed attempt got past the gate

@@ -12,8 +12,10 @@ import pytest
 
 from engine.executors import MockExecutor, ShellExecutor, StepRequest
 from engine.executors.mock import plan
+from engine.executors.sandbox import SAFE_PATH, Sandbox
 from engine.executors.shell import agent_environment, last_line_object
 from engine.model import Step
+from tests.sandboxed import marker, pids_sleeping
 from tests.waiting import wait_until
 
 
@@ -26,33 +28,6 @@ def request(step=None, *, command="run it", agent="mock", call=1, attempt=1, **e
 def shell(command, *, executor=None, cancel=None, **extra):
     executor = executor or ShellExecutor()
     return executor.execute(request(command=command, agent="shell", **extra), cancel or threading.Event())
-
-
-def is_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def wait_until_dead(pid, within=3.0):
-    deadline = time.monotonic() + within
-    while is_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not is_alive(pid)
-
-
-def read_pid(path, within=5.0):
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text().strip():
-            return int(path.read_text())
-        time.sleep(0.02)
-    raise AssertionError(f"{path} was never written")
 
 
 # -- mock.plan -------------------------------------------------------------------
@@ -206,8 +181,7 @@ def test_last_line_object_reads_the_last_non_empty_line(stdout, expected):
     ('{"n": 100000000000000000000}', "64 bits"),
 ])
 def test_a_last_line_object_no_database_could_keep_fails_the_step_with_output_invalid(tmp_path, last_line, why):
-    (tmp_path / "line").write_text(last_line)
-    result = shell(f"echo working; cat {tmp_path / 'line'}")
+    result = shell("echo working; cat", stdin=last_line)
     assert not result.ok and result.error_code == "output_invalid"
     assert why in result.error and "stdout's last line" in result.error
     assert result.stdout.startswith("working\n")
@@ -278,8 +252,7 @@ def test_the_command_sees_none_of_the_workers_variables(monkeypatch, tmp_path):
     assert "worker-only-value" not in result.stdout
     assert set(seen) - {"PWD", "SHLVL", "_", "OLDPWD"} == {"PATH", "HOME", "LANG", "TZ", "FORGE_RUN_ID",
                                                           "FORGE_STEP_ID", "FORGE_ATTEMPT"}
-    assert (seen["PATH"], seen["HOME"], seen["LANG"], seen["TZ"]) == (os.environ["PATH"], str(tmp_path), "C.UTF-8",
-                                                                     "UTC")
+    assert (seen["PATH"], seen["HOME"], seen["LANG"], seen["TZ"]) == (SAFE_PATH, str(tmp_path), "C.UTF-8", "UTC")
 
 
 def test_the_value_variables_and_the_agents_variables_are_added_and_cannot_replace_forges():
@@ -331,37 +304,46 @@ def test_every_problem_of_an_agents_environment_is_named_at_once():
     assert "'DATABASE_URL' is not an agent secret" in message
 
 
-def test_a_timeout_kills_the_whole_process_group(tmp_path):
-    pid_file = tmp_path / "background.pid"
-    started = time.monotonic()
-    result = shell(f"sleep 600 & echo $! > {pid_file}; sleep 600; wait", timeout_s=0.5)
-    assert time.monotonic() - started < 300
+def run_until_its_sleeps_start(seconds, *, cancel=None, timeout_s=600):
+    """Runs a command whose shell and background child sleep for `seconds`; returns (its result, their pids
+    seen from outside the sandbox while it ran). `cancel` is set once both sleep."""
+    done, seen = [], []
+    thread = threading.Thread(target=lambda: done.append(shell(f"sleep {seconds} & sleep {seconds}; wait",
+                                                               cancel=cancel, timeout_s=timeout_s)))
+    thread.start()
+    assert wait_until(lambda: len(pids_sleeping(seconds)) == 2 or done), "the command's sleeps never started"
+    seen = pids_sleeping(seconds)
+    if cancel is not None:
+        cancel.set()
+    thread.join(timeout=300)
+    return done[0], seen
+
+
+def test_a_timeout_kills_the_whole_process_group():
+    seconds = marker()
+    result, seen = run_until_its_sleeps_start(seconds, timeout_s=3)
     assert not result.ok and result.error_code == "timeout"
-    assert wait_until_dead(read_pid(pid_file))
+    assert len(seen) == 2 and wait_until(lambda: not pids_sleeping(seconds))
 
 
-def test_cancel_kills_the_running_command_and_its_children(tmp_path):
-    pid_file = tmp_path / "background.pid"
-    cancel = threading.Event()
-    threading.Timer(0.5, cancel.set).start()
-    started = time.monotonic()
-    result = shell(f"sleep 600 & echo $! > {pid_file}; sleep 600; wait", cancel=cancel, timeout_s=600)
-    assert time.monotonic() - started < 300
-    assert not result.ok and result.error_code != "timeout"
-    assert wait_until_dead(read_pid(pid_file))
+def test_cancel_kills_the_running_command_and_its_children():
+    seconds = marker()
+    result, seen = run_until_its_sleeps_start(seconds, cancel=threading.Event())
+    assert not result.ok and result.error_code == "cancelled"
+    assert len(seen) == 2 and wait_until(lambda: not pids_sleeping(seconds))
 
 
 def test_output_over_the_bound_is_truncated_with_a_note():
-    result = shell("head -c 5000000 /dev/zero | tr '\\0' y", executor=ShellExecutor(max_output_bytes=100))
+    result = shell("head -c 5000000 /dev/zero | tr '\\0' y", executor=ShellExecutor(sandbox=Sandbox().for_agent({"limits": {"output_kb": 1}})))
     assert result.ok
-    assert result.stdout.startswith("y" * 100)
-    assert "truncated" in result.stdout and len(result.stdout) < 300
+    assert result.stdout.startswith("y" * 1024)
+    assert "truncated" in result.stdout and len(result.stdout) < 1300
 
 
 def test_endless_output_under_a_small_bound_ends_at_the_timeout_without_hanging():
-    result = shell("yes", executor=ShellExecutor(max_output_bytes=100), timeout_s=1)
+    result = shell("yes", executor=ShellExecutor(sandbox=Sandbox().for_agent({"limits": {"output_kb": 1}})), timeout_s=1)
     assert result.error_code == "timeout"
-    assert len(result.stdout) < 300
+    assert len(result.stdout) < 1300
 
 
 def test_a_command_producing_ten_megabytes_completes():
@@ -379,8 +361,8 @@ def test_a_watcher_hears_the_output_while_the_command_runs(tmp_path):
     executor = ShellExecutor(watch=lambda out, err: heard.append((out, err)))
     gate = tmp_path / "open"
     worker = threading.Thread(target=lambda: heard.append(shell(
-        f"echo first; echo 'warming up' >&2; while [ ! -e {gate} ]; do sleep 0.05; done; echo second",
-        executor=executor, timeout_s=300)))
+        "echo first; echo 'warming up' >&2; while [ ! -e open ]; do sleep 0.05; done; echo second",
+        executor=executor, timeout_s=300, workdir=str(tmp_path))))
     worker.start()
     assert wait_until(lambda: ("first\n", "warming up\n") in heard), "the output so far, before the end"
     gate.touch()  # only now may the command finish

@@ -2,9 +2,10 @@
 
 Another worker resumes an attempt whose worker died; the old command must
 not go on beside the new one. The "worker" here is a Python process running
-ShellExecutor on a command that records its own pid and a child's, then
-loops; the test kills the worker with SIGKILL once both pids are written,
-and waits (with a generous deadline, never a fixed sleep) for both to end.
+ShellExecutor on a command whose shell and background child sleep for a
+duration no other process uses; the test kills the worker with SIGKILL once
+both sleep, and waits (with a generous deadline, never a fixed sleep) for
+both to end.
 """
 
 import os
@@ -13,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.engine.test_executors import is_alive
+from tests.sandboxed import marker, pids_sleeping
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,27 +33,26 @@ ShellExecutor().execute(request, threading.Event())
 
 
 def test_a_killed_workers_shell_command_and_its_children_die_with_it(tmp_path):
-    pids_file = tmp_path / "pids"
-    command = (f'sleep 3600 & echo "$$ $!" > {pids_file}.part && mv {pids_file}.part {pids_file}; '
-               "while :; do sleep 1; done")
+    seconds = marker()
+    command = f"sleep {seconds} & sleep {seconds}; wait"
     worker = subprocess.Popen([sys.executable, "-c", WORKER, command, str(tmp_path)], cwd=ROOT)
     pids: list[int] = []
     try:
-        assert wait_until(lambda: pids_file.exists() or worker.poll() is not None), "the command never started"
+        assert wait_until(lambda: len(pids_sleeping(seconds)) == 2 or worker.poll() is not None), \
+            "the command never started"
         assert worker.poll() is None, "the worker ended by itself"
-        pids = [int(pid) for pid in pids_file.read_text().split()]
-        assert len(pids) == 2 and all(is_alive(pid) for pid in pids)
+        pids = pids_sleeping(seconds)
 
         worker.send_signal(signal.SIGKILL)
         worker.wait(timeout=DEADLINE_S)
 
-        assert wait_until(lambda: not any(is_alive(pid) for pid in pids)), \
-            f"still running after the worker died: {[pid for pid in pids if is_alive(pid)]}"
+        assert wait_until(lambda: not pids_sleeping(seconds)), \
+            f"still running after the worker died: {pids_sleeping(seconds)}"
     finally:
         if worker.poll() is None:
             worker.kill()
             worker.wait()
-        for pid in pids:  # never leave them behind, whatever the outcome
+        for pid in pids_sleeping(seconds):  # never leave them behind, whatever the outcome
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

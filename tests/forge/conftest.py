@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Group, User
+
+from engine.executors.sandbox import Sandbox
 from django.utils import timezone
 
 from forge.governance.context import forget_configuration
@@ -45,6 +47,12 @@ def admin_user(db):
 @pytest.fixture
 def outsider(db):
     return member("oscar")
+
+
+@pytest.fixture
+def unsandboxed(settings):
+    """Shell steps that read a file the test changes outside their run, which their sandbox would hide."""
+    settings.FORGE_SHELL_SANDBOX = Sandbox(enabled=False)
 
 
 @pytest.fixture

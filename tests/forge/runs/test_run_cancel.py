@@ -4,7 +4,6 @@ Transactional database: work queued on commit runs at once (django-q2 sync),
 and the worker thread of the kill test needs committed rows.
 """
 
-import os
 import threading
 from unittest import mock
 
@@ -17,6 +16,7 @@ from forge.runs import services
 from forge.runtime.execution import execute_step
 from forge.runs.models import Approval, RunInput, StepResult
 from tests.forge.conftest import steps_of
+from tests.sandboxed import marker, pids_sleeping
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -40,25 +40,16 @@ steps:
 SLEEPY = """
 name: sleepy_shell
 args:
-  pidfile: {type: string, required: true}
+  seconds: {type: string, required: true}
 steps:
   - id: nap
     agent: shell
-    command: "echo $$ > ${args.pidfile}; exec sleep 600"
+    command: "exec sleep ${args.seconds}"
   - id: after
     agent: mock
     command: after the nap
     depends_on: [nap]
 """
-
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 class TestCancelAPausedRun:
@@ -112,10 +103,10 @@ class TestCancelAPausedRun:
 class TestCancelARunningShellStep:
     def test_the_shell_process_is_killed_and_its_late_result_is_only_recorded(self, operator, save_workflow,
                                                                               tmp_path):
-        pidfile = tmp_path / "nap.pid"
+        seconds = marker()
         with mock.patch("forge.runtime.queue.enqueue_execution") as enqueue:
             run = services.run_start(user=operator, version=save_workflow(SLEEPY),
-                                     args={"pidfile": str(pidfile)})
+                                     args={"seconds": seconds})
         enqueue.assert_called_once()
         run_id, step, attempt, fence = enqueue.call_args.args
         assert (run_id, step, attempt) == (run.pk, "nap", 1)
@@ -131,15 +122,13 @@ class TestCancelARunningShellStep:
         thread = threading.Thread(target=worker, name="execute_step nap")
         thread.start()
         try:
-            assert wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), 60), "the step never started"
-            pid = int(pidfile.read_text())
-            assert alive(pid)
+            assert wait_until(lambda: pids_sleeping(seconds), 60), "the step never started"
             assert StepResult.objects.get(run=run, step="nap").executing
 
             services.run_cancel(user=operator, run=run, reason="taking too long")
             thread.join(timeout=60)  # the command would sleep 600 s
             assert not thread.is_alive(), "the worker did not stop after the cancel"
-            assert wait_until(lambda: not alive(pid), 60), "the shell process still runs"
+            assert wait_until(lambda: not pids_sleeping(seconds), 60), "the shell process still runs"
         finally:
             thread.join(timeout=60)
 

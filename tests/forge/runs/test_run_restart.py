@@ -16,7 +16,8 @@ from forge.runtime.execution import claim_attempt
 from forge.runs.models import Run, StepResult
 from tests.forge.conftest import steps_of
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+# The flag stands for something outside the run that the operator fixes: the steps run outside their sandbox.
+pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), pytest.mark.usefixtures("unsandboxed")]
 
 # `check` fails until the flag file exists; `side` does not depend on it.
 RESTARTABLE = """

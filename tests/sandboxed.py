@@ -1,0 +1,55 @@
+"""Finding a shell step's processes from outside its sandbox: inside, pids are those of its own PID namespace,
+so a step cannot tell the test its pids. Its commands sleep for a duration no other process uses instead."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+from pathlib import Path
+
+
+def marker() -> str:
+    """A `sleep` duration (seconds) that names one test's processes."""
+    return f"{3000 + secrets.randbelow(600)}.{secrets.randbelow(10**6):06d}"
+
+
+def pids_sleeping(marker: str) -> list[int]:
+    """The live (not zombie) processes whose command line holds `marker`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in argv and state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+def pids_mentioning(marker: str) -> list[int]:
+    """The live (not zombie) processes whose command line contains `marker` anywhere (a step's `sh -c` text)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            state = (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+def kill_all(pids: list[int]) -> None:
+    """SIGKILL each: a test never leaves a step's processes behind, whatever its outcome."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
