@@ -19,7 +19,7 @@ def browser():
 @pytest.fixture(params=["sqlite", "postgres"])
 def console(request, tmp_path):
     """A console on the embedded default, then on PostgreSQL + Redis; screenshots go to FORGE_SCREENSHOTS or
-    the test's folder."""
+    the test's folder. A test whose pages met any Content-Security-Policy violation fails at teardown."""
     shots = Path(os.environ.get("FORGE_SCREENSHOTS") or tmp_path / "shots") / request.param
     shots.mkdir(parents=True, exist_ok=True)
     deployment = Deployment(tmp_path, request.param, FORGE_PYTHON_CALLABLES="forge.runs.callables.noop")
@@ -30,5 +30,7 @@ def console(request, tmp_path):
         raise
     try:
         yield console
+        violations = console.csp_violations()
+        assert not violations, "the Content-Security-Policy refused:\n" + "\n".join(violations)
     finally:
         console.close()

@@ -14,6 +14,12 @@ from tests.cluster.harness import PYTHON, ROOT, Deployment
 PEOPLE = {"olive": ("Operators",), "april": ("Approvers",), "adam": ("Admins",), "otto": ()}
 PASSWORD = "pw-{}-console"
 CHROMIUM = "/usr/bin/chromium"
+# Each Content-Security-Policy violation a page meets, told to the test as it happens (Chromium's console says it
+# too, also for a resource it refused before any script could listen).
+REPORT_VIOLATIONS = """
+document.addEventListener("securitypolicyviolation", (e) => window.forgeCspViolation(
+  `${e.effectiveDirective} blocked ${e.blockedURI || "inline"} at ${e.sourceFile}:${e.lineNumber} (${e.sample})`));
+"""
 
 
 def free_port() -> int:
@@ -30,6 +36,7 @@ class Console:
         self.url = f"http://127.0.0.1:{self.port}"
         self.daphne: subprocess.Popen | None = None
         self.contexts: list = []  # the browser contexts its people logged in with, closed by close()
+        self.violations: list[str] = []  # of the Content-Security-Policy, in any of them
         deployment.env.update({"FORGE_SSL_REDIRECT": "0", "FORGE_SECURE_COOKIES": "0"})
         deployment.manage("collectstatic", "--no-input", "-v0")  # as bin/serve does: pages name hashed files
         deployment.query("from django.contrib.auth.models import Group, User\n" + "".join(
@@ -64,7 +71,11 @@ class Console:
 
     def login_in(self, context, name: str):
         """A page of `context` logged in as `name` through the login form."""
-        self.contexts.append(context)
+        if context not in self.contexts:
+            self.contexts.append(context)
+            context.expose_function("forgeCspViolation", lambda said: self.violations.append(f"{name}: {said}"))
+            context.add_init_script(REPORT_VIOLATIONS)
+            context.on("console", lambda message: self._console(name, message))
         page = context.new_page()
         page.set_default_timeout(60_000)
         page.goto(self.url + "/login/")
@@ -73,6 +84,18 @@ class Console:
         page.click("button[type=submit]")
         page.wait_for_load_state()
         return page
+
+    def _console(self, name: str, message) -> None:
+        if message.type == "error" and "Content Security Policy" in message.text:
+            self.violations.append(f"{name}: {message.text}")
+
+    def csp_violations(self) -> list[str]:
+        """Every violation reported so far, once each page has run the tasks already queued (a report is one)."""
+        for context in self.contexts:
+            for page in context.pages:
+                if not page.is_closed():
+                    page.evaluate("() => new Promise((done) => setTimeout(done))")
+        return self.violations
 
     def close(self) -> None:
         for context in self.contexts:

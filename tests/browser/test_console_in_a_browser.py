@@ -43,11 +43,13 @@ steps:
     depends_on: [warm]
   - {id: after, agent: mock, command: after, depends_on: [nap]}
 """
-LIVE = "document.getElementById('live').dataset.state === 'live'"
+# Predicates are functions: Playwright evaluates a function once, where an expression would be evaluated again at
+# every poll, which the Content-Security-Policy (no 'unsafe-eval') refuses after the first.
+LIVE = "() => document.getElementById('live').dataset.state === 'live'"
 
 
 def status_is(step: str, status: str) -> str:
-    return f"document.querySelector('tr[data-step={step}] [data-field=status]').textContent === '{status}'"
+    return f"() => document.querySelector('tr[data-step={step}] [data-field=status]').textContent === '{status}'"
 
 
 def start_runs(console, *vendors: str) -> list[int]:
@@ -82,13 +84,13 @@ def applied_every_event_once(console, page, run_id: int) -> bool:
     """The page applied each event after the one it was rendered with, in order, none skipped, none twice."""
     rendered = page.evaluate("JSON.parse(document.getElementById('run-data').textContent).last_event_id")
     written = [i for i in event_ids(console, run_id) if i > rendered]
-    page.wait_for_function(f"window.forgeRun.lastApplied >= {written[-1]}")
+    page.wait_for_function(f"() => window.forgeRun.lastApplied >= {written[-1]}")
     return page.evaluate("window.forgeRun.applied") == written
 
 
 def start_from_the_form(console, page, vendor: str) -> int:
     page.goto(console.url + "/workflows/needs_a_yes/")
-    page.wait_for_function("window.forgeWorkflow && window.forgeWorkflow.drawnAt !== null")  # its graph
+    page.wait_for_function("() => window.forgeWorkflow && window.forgeWorkflow.drawnAt !== null")  # its graph
     page.fill("#arg-vendor", vendor)
     page.click("#run-form button[type=submit]")
     page.wait_for_url(re.compile(r"/runs/\d+/$"))
@@ -100,8 +102,8 @@ def test_run_watch_and_approve_from_the_inbox_in_a_second_browser(console, brows
     save(console, NEEDS_A_YES)
     olive = console.login(browser, "olive")
     run_id = start_from_the_form(console, olive, "Acme")
-    olive.wait_for_function("document.querySelector('tr[data-step=sign_off] [data-field=status]').textContent === 'waiting'")
-    olive.wait_for_function("document.querySelector('tr[data-step=sign_off] .why').textContent"
+    olive.wait_for_function(status_is("sign_off", "waiting"))
+    olive.wait_for_function("() => document.querySelector('tr[data-step=sign_off] .why').textContent"
                             ".includes('waiting for approval by Approvers')")
     console.shot(olive, "run-waiting")
 
@@ -114,7 +116,7 @@ def test_run_watch_and_approve_from_the_inbox_in_a_second_browser(console, brows
     card.locator("button[value=approve]").click()
     april.wait_for_load_state()
 
-    olive.wait_for_function("window.forgeRun.runStatus === 'completed'")  # no reload
+    olive.wait_for_function("() => window.forgeRun.runStatus === 'completed'")  # no reload
     assert shown(olive) == in_database(console, run_id) == dict.fromkeys(["prepare", "sign_off", "ship"], "completed")
     assert applied_every_event_once(console, olive, run_id)
     olive.click("[data-open-step=sign_off]")
@@ -132,7 +134,7 @@ def test_reject_with_a_comment_and_read_it_on_the_run(console, browser):
     april.fill("[data-approval] input[name=comment]", "no contract yet")
     april.click("[data-approval] button[value=reject]")
     april.wait_for_load_state()
-    olive.wait_for_function("window.forgeRun.runStatus === 'failed'")
+    olive.wait_for_function("() => window.forgeRun.runStatus === 'failed'")
     olive.click("[data-open-step=sign_off]")
     olive.wait_for_selector(".step-panel[data-step=sign_off]")
     assert "Rejected by april" in olive.inner_text("#step-panel") and "no contract yet" in olive.inner_text("#step-panel")
@@ -146,7 +148,7 @@ def test_restart_a_failed_run_from_its_failed_step_after_reading_the_plan(consol
     olive.goto(console.url + "/workflows/fails_late/")
     olive.click("#run-form button[type=submit]")
     olive.wait_for_url(re.compile(r"/runs/\d+/$"))
-    olive.wait_for_function("window.forgeRun.runStatus === 'failed'")
+    olive.wait_for_function("() => window.forgeRun.runStatus === 'failed'")
     olive.click("tr[data-step=load] .restart a")
     assert olive.locator("#rerun li").all_inner_texts() == ["load", "report"]
     assert "fetch" in olive.inner_text("#carried") and '"rows": 3' in olive.inner_text("#carried")
@@ -162,20 +164,20 @@ def test_after_losing_the_socket_the_page_agrees_with_the_database(console, brow
     save(console, NEEDS_A_YES)
     olive = console.login(browser, "olive")
     run_id = start_from_the_form(console, olive, "Globex")
-    olive.wait_for_function("document.querySelector('tr[data-step=sign_off] [data-field=status]').textContent === 'waiting'")
+    olive.wait_for_function(status_is("sign_off", "waiting"))
     olive.evaluate("window.forgeRun.socket.close()")
     done = console.deployment.forge("--user", "april", "approve", str(run_id), "sign_off")
     assert done.returncode == 0, done.stderr
-    olive.wait_for_function("window.forgeRun.runStatus === 'completed'")
+    olive.wait_for_function("() => window.forgeRun.runStatus === 'completed'")
     assert shown(olive) == in_database(console, run_id)
     assert applied_every_event_once(console, olive, run_id)
 
     second = start_from_the_form(console, olive, "Hooli")
-    olive.wait_for_function("document.querySelector('tr[data-step=sign_off] [data-field=status]').textContent === 'waiting'")
+    olive.wait_for_function(status_is("sign_off", "waiting"))
     console.restart_daphne()
     done = console.deployment.forge("--user", "april", "approve", str(second), "sign_off")
     assert done.returncode == 0, done.stderr
-    olive.wait_for_function("window.forgeRun.runStatus === 'completed'")
+    olive.wait_for_function("() => window.forgeRun.runStatus === 'completed'")
     olive.wait_for_function(LIVE)
     assert shown(olive) == in_database(console, second)
     assert applied_every_event_once(console, olive, second)
@@ -209,7 +211,7 @@ def test_cancel_a_running_run_whose_shell_step_sleeps_and_see_it_stop(console, b
         said = []
         olive.once("dialog", lambda dialog: (said.append(dialog.message), dialog.accept()))
         olive.click("#cancel-form button")
-        olive.wait_for_function("window.forgeRun.runStatus === 'cancelled'")
+        olive.wait_for_function("() => window.forgeRun.runStatus === 'cancelled'")
         assert "Running or waiting steps stop: nap" in said[0]
         console.deployment.until(lambda: not pids_sleeping(seconds), timeout=120, what="the nap's sleep stopped")
         olive.wait_for_function(status_is("nap", "cancelled"))
@@ -229,17 +231,17 @@ def test_the_inbox_badge_and_runs_list_follow_along_without_a_reload(console, br
     adam = console.login(browser, "adam")
     adam.goto(console.url + "/approvals/")
     for page in (olive, april, adam):
-        page.wait_for_function("window.forgeLive.connected")
+        page.wait_for_function("() => window.forgeLive.connected")
 
     [first] = start_runs(console, "Acme")
     olive.wait_for_selector(f"tr[data-run='{first}'] .status-running")
     for page in (april, adam):
         page.wait_for_selector(f"[data-approval] a[href='/runs/{first}/']")
-        page.wait_for_function("document.getElementById('approvals-badge').textContent === '1'")
+        page.wait_for_function("() => document.getElementById('approvals-badge').textContent === '1'")
     adam.fill("[data-approval] input[name=comment]", "half a thought")  # a comment being typed survives
     [second] = start_runs(console, "Globex")
     adam.wait_for_selector(f"[data-approval] a[href='/runs/{second}/']")
-    adam.wait_for_function("document.getElementById('approvals-badge').textContent === '2'")
+    adam.wait_for_function("() => document.getElementById('approvals-badge').textContent === '2'")
     assert adam.input_value(f"[data-approval]:has(a[href='/runs/{first}/']) input[name=comment]") == "half a thought"
     console.shot(adam, "inbox-live")
 
@@ -247,7 +249,7 @@ def test_the_inbox_badge_and_runs_list_follow_along_without_a_reload(console, br
     card.locator("input[name=comment]").fill("fine")
     card.locator("button[value=approve]").click()
     adam.wait_for_selector(f"[data-approval] a[href='/runs/{first}/']", state="detached")
-    adam.wait_for_function("document.getElementById('approvals-badge').textContent === '1'")
+    adam.wait_for_function("() => document.getElementById('approvals-badge').textContent === '1'")
     olive.wait_for_selector(f"tr[data-run='{first}'] .status-completed")
     assert olive.inner_text(f"tr[data-run='{second}'] .status") == "running"
     console.shot(olive, "runs-live")
@@ -274,7 +276,7 @@ def test_fifty_viewers_of_one_run_and_ten_of_another_each_see_exactly_their_run_
         }
       }
     }""", [first, second])
-    april.wait_for_function("window.viewers.every((v) => v.open)")
+    april.wait_for_function("() => window.viewers.every((v) => v.open)")
     for run_id in (first, second):
         done = console.deployment.forge("--user", "april", "approve", str(run_id), "sign_off")
         assert done.returncode == 0, done.stderr
