@@ -4,6 +4,7 @@ Embedded default: SQLite in WAL mode, django-q2's ORM broker, the in-memory
 channel layer. Production: DATABASE_URL (PostgreSQL) and REDIS_URL.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -45,6 +46,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_q",
     "template_partials",
+    "axes",
     "forge.accounts",
     "forge.audit",
     "forge.workflows",
@@ -65,6 +67,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a refused login into the lockout page
 ]
 
 ROOT_URLCONF = "forge.urls"
@@ -192,6 +195,27 @@ except ValueError as exc:
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Logins are throttled (django-axes; the rules are in forge/accounts/throttle.py): this many failures of one
+# account from one address within the cool-off lock that account from that address, this many from one address
+# lock the address, each until the cool-off has passed since the failures that count.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out client before any password is checked
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("FORGE_LOGIN_FAILURES_PER_ACCOUNT", 5, minimum=1)
+FORGE_LOGIN_FAILURES_PER_ADDRESS = env_int("FORGE_LOGIN_FAILURES_PER_ADDRESS", 50, minimum=1)
+AXES_COOLOFF_TIME = timedelta(seconds=env_int("FORGE_LOGIN_COOLOFF_S", 900, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_HANDLER = "forge.accounts.throttle.LoginThrottle"
+AXES_CLIENT_IP_CALLABLE = "forge.accounts.throttle.client_address"
+AXES_USERNAME_CALLABLE = "forge.accounts.throttle.attempted_username"
+AXES_LOCKOUT_CALLABLE = "forge.console.views.login.lockout_response"
+AXES_RESET_ON_SUCCESS = False  # the handler forgets only the account's own failures from that address
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # a lockout ends when its page says
+AXES_DISABLE_ACCESS_LOG = True  # successful logins are not Forge's to keep
+AXES_ENABLE_ADMIN = False  # forge/accounts/admin.py shows failed logins; lifting goes through the audited service
+AXES_VERBOSE = False  # no banner on every process start (it would reach the `forge` command's stderr)
+
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
@@ -223,7 +247,9 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_HSTS_SECONDS = env_int("FORGE_HSTS_SECONDS", 0 if DEBUG else 31536000, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
 SECURE_HSTS_PRELOAD = not DEBUG
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("FORGE_BEHIND_PROXY") else None
+# Behind a proxy, its X-Forwarded-Proto is the scheme and its X-Forwarded-For the client's address (the login throttle).
+FORGE_BEHIND_PROXY = env_bool("FORGE_BEHIND_PROXY")
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if FORGE_BEHIND_PROXY else None
 
 # The Content-Security-Policy of every response (django-csp): scripts, styles, fetches and workers from the
 # console's own origin only; an inline <script> or <style> runs only with the response's nonce

@@ -8,6 +8,8 @@ ADMIN_EDITS = {
     "forge_governance": ("agent", "gateway", "budgetenvelope", "policy"),
     "forge_workflows": ("steplibraryentry",),
 }
+# What it may look at and delete but never add or edit: failed logins (deleting them lifts a lockout).
+ADMIN_LIFTS = {"forge_accounts": ("loginfailure",)}
 
 
 def grant_admin_permissions(sender, using="default", **kwargs):
@@ -21,6 +23,11 @@ def grant_admin_permissions(sender, using="default", **kwargs):
         content_type__app_label__in=ADMIN_EDITS,
         content_type__model__in=[model for models in ADMIN_EDITS.values() for model in models])
     admins.permissions.add(*[p for p in wanted if p.content_type.model in ADMIN_EDITS[p.content_type.app_label]])
+    lifts = Permission.objects.using(using).filter(
+        content_type__app_label__in=ADMIN_LIFTS,
+        codename__in=[f"{verb}_{model}" for models in ADMIN_LIFTS.values() for model in models
+                      for verb in ("view", "delete")])
+    admins.permissions.add(*[p for p in lifts if p.content_type.model in ADMIN_LIFTS[p.content_type.app_label]])
 
 
 class AccountsConfig(AppConfig):

@@ -22,6 +22,7 @@ from engine.terminal import (
 )
 from engine.problems import Problem
 from engine.validation import Report, validate_source
+from forge.accounts import cli as accounts_cli
 from forge.runs import services
 from forge.runs.models import Approval, Run
 from forge.runs.selectors import approvals_for_user, is_paused, run_report
@@ -78,12 +79,15 @@ class Command(BaseCommand):
         workflows = sub.add_parser("workflows", help="saved workflows and their latest versions")
         workflows.add_argument("--json", action="store_true")
         schedules_cli.add_parsers(sub)
+        accounts_cli.add_parsers(sub)
 
     def handle(self, *args, **options):
         try:
             self.user = self._user(options.get("user"))
             if options["action"] in schedules_cli.COMMANDS:
                 code = schedules_cli.handle(self, options)
+            elif options["action"] in accounts_cli.COMMANDS:
+                code = accounts_cli.handle(self, options)
             else:
                 code = getattr(self, f"do_{options['action']}")(options)
         except Exit as exc:
