@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "channels",
     "rest_framework",
     "drf_spectacular",
+    "forge.runtime",  # its qcluster command replaces django_q's (a clean stop), so it comes first
     "django_q",
     "template_partials",
     "axes",

@@ -1,6 +1,7 @@
 """Everything that turns the engine into a cluster, layered bottom-up (no module imports one above it):
 
 queue, inbox          the queue client and the inbox keys (import nothing of the runtime)
+stopping              whether the cluster is stopping, shared by its Sentinel with its workers
 store, leases, bridge the round's SQL, who holds an attempt, rows <-> interpreters
 agents                from an Agent row to the executor that calls it
 effects               what a round writes, the one surface dispatch and children code use
@@ -10,4 +11,5 @@ rounds                `advance`: feeding a run's due inputs, round after round
 recovery, execution   the periodic recovery and the worker's claim-run-record
 broker                django-q2 brokers that keep the runtime's clock
 tasks                 the django-q2 entry points, imported by nobody
+cluster               the Sentinel of `manage.py qcluster` (management/commands), stopped cleanly by any signal
 """

@@ -8,6 +8,11 @@ dead worker might still report is stale, and counts the crash that killed
 it, once for all the attempts it interrupted (see `recovery`), before the
 step runs again. An attempt no worker had claimed yet (its task was lost)
 is sent again without counting a crash: nothing of it ran.
+
+When the cluster stops (forge.runtime.stopping), a worker takes no new
+attempt and the one it runs is cancelled; unless it succeeded all the same,
+it is handed back and the next start runs it again, with no crash counted:
+the stop is not the step's failure.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from engine.interpreter.state import StepStatus
 from forge.audit.services import audit
 from forge.governance.context import configuration
 from forge.runs.models import Run
-from forge.runtime import agents, bridge, inbox, leases, output, recovery, store
+from forge.runtime import agents, bridge, inbox, leases, output, recovery, stopping, store
 from forge.runtime.completion import Completion
 from forge.runtime.dispatch import request_of
 from forge.runtime.rounds import advance
@@ -92,10 +97,12 @@ def _take_over(run: Run, row: dict, step: str, attempt: int, resume: bool) -> bo
 
 def execute_step(run_id: int, step: str, attempt: int, fence: int, resume: bool = False) -> str:
     """The django-q2 task: claim, run, record, advance. Returns what happened, for the task log."""
+    if stopping.requested():
+        return "not claimed: the cluster is stopping"  # still queued: the reaper sends it again when its lease ends
     claim = claim_attempt(run_id, step, attempt, fence, resume=resume)
     if claim is None:
         return "not claimed"
-    lease = leases.Lease(run_id, step, claim.fence)
+    lease = leases.Lease(run_id, step, claim.fence, stops_with_cluster=True)
     leases.hold([lease])
     try:
         result = agents.execute(claim.agent, claim.request, lease.cancel, output.watcher(run_id, step, attempt))
@@ -105,5 +112,8 @@ def execute_step(run_id: int, step: str, attempt: int, fence: int, resume: bool 
         # A gateway took it and will call back; the attempt is held until its deadline.
         leases.deferred(claim.row_id, claim.fence)
         return "deferred"
+    if not result.ok and stopping.requested():
+        leases.handed_back(claim.row_id, claim.fence)
+        return "handed back: the cluster is stopping"
     outcome = advance(run_id, Completion(run_id, step, attempt, claim.iteration, result, fence=claim.fence))
     return outcome.value

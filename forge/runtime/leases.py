@@ -13,7 +13,8 @@ Each process has one renewing thread. Whatever holds attempts (a queued
 step in `execute_step`, the inline python calls of a round) registers their
 leases; the thread extends them every renewal period while they are held,
 and sets a lease's `cancel` when its attempt changed hands (a new fence:
-cancel, timeout, takeover) or ended.
+cancel, timeout, takeover) or ended, and a queued step's when the cluster
+is stopping (forge.runtime.stopping).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from django.utils import timezone
 
 from engine.interpreter.state import StepStatus
 from forge.runs.models import StepResult
-from forge.runtime import store
+from forge.runtime import stopping, store
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,13 @@ def deferred(row_id: int, fence: int) -> None:
     StepResult.objects.filter(pk=row_id, fence=fence).update(executing=False, lease_owner=Owner.GATEWAY)
 
 
+def handed_back(row_id: int, fence: int) -> None:
+    """The cluster stopped this worker's attempt (a queued step): nobody holds it and its lease has run out, so
+    the reaper sends it again at once, and the claim counts no crash (`executing` is off)."""
+    StepResult.objects.filter(pk=row_id, fence=fence, lease_owner=worker()).update(
+        executing=False, lease_owner=Owner.NOBODY, lease_expires_at=timezone.now())
+
+
 def result_recorded(run_id: int, step: str) -> None:
     """The attempt's result is in the inbox (the caller holds the run's lock): nobody runs it again."""
     StepResult.objects.filter(run_id=run_id, step=step).update(executing=False, lease_expires_at=None,
@@ -124,6 +132,7 @@ class Lease:
     step: str
     fence: int
     cancel: threading.Event = field(default_factory=threading.Event)
+    stops_with_cluster: bool = False  # a queued step's: cancelled when the cluster stops, to be handed back
 
 
 class _Renewer(threading.Thread):
@@ -139,6 +148,11 @@ class _Renewer(threading.Thread):
             self.idle.clear()
             with self.lock:
                 leases = [lease for lease in self.held if not lease.cancel.is_set()]
+            if stopping.requested():
+                for lease in leases:
+                    if lease.stops_with_cluster:
+                        lease.cancel.set()
+                leases = [lease for lease in leases if not lease.cancel.is_set()]
             try:
                 if leases:
                     renew(leases)

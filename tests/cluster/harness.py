@@ -117,8 +117,8 @@ class Deployment:
         for process in self.processes:
             if process.poll() is None:
                 try:
-                    # qcluster stops its workers itself on SIGTERM (about a second); sent to the whole group, the
-                    # workers die first and it waits out its own timeout.
+                    # qcluster stops its workers itself on SIGTERM (a second or two), handing running steps back
+                    # (docs/runtime.md, Stopping); a step that ignores its cancel keeps it waiting: then SIGKILL.
                     os.kill(process.pid, signal.SIGTERM)
                     process.wait(timeout=15)
                 except (ProcessLookupError, subprocess.TimeoutExpired):

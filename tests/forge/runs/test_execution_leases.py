@@ -17,7 +17,7 @@ from engine.executors import StepResult as Result
 from forge.audit.models import AuditEvent
 from forge.governance.models import Agent, TokenEvent
 from forge.runs import services
-from forge.runtime import agents, leases
+from forge.runtime import agents, leases, recovery, stopping
 from forge.runtime.completion import Completion, Outcome, complete_step
 from forge.runtime.execution import claim_attempt, execute_step
 from forge.runs.models import RunInput, StepResult
@@ -204,3 +204,74 @@ def test_a_step_whose_agent_was_deleted_after_dispatch_fails_and_says_so(queued)
 
     assert CALLS == []
     assert (row(run).status, row(run).error) == ("failed", "agent 'worker_py' no longer exists")
+
+
+# -- a stopping cluster (forge.runtime.stopping) ------------------------------------------------------------
+
+@pytest.fixture
+def sentinel(monkeypatch):
+    """This process belongs to a cluster whose Sentinel shares the stopping flag (unset); reset afterwards."""
+    monkeypatch.setattr(stopping, "_flag", None)
+    stopping.share()
+
+
+def the_stop_comes_and(result):
+    """An agent call during which the cluster starts stopping, which then returns `result`."""
+    def execute(agent, request, cancel, watch=None):
+        stopping.request()
+        return result
+    return mock.patch("forge.runtime.agents.execute", execute)
+
+
+def test_a_worker_of_a_stopping_cluster_leaves_a_queued_attempt_for_the_next_start(queued, sentinel):
+    run, enqueue = queued
+    stopping.request()
+
+    assert execute_step(*task(enqueue)) == "not claimed: the cluster is stopping"
+
+    assert CALLS == []
+    assert (row(run).status, row(run).executing, row(run).lease_owner) == ("running", False, "")
+
+
+def test_a_step_the_stop_cancelled_is_handed_back_and_the_next_start_runs_it_without_counting_a_crash(
+        queued, sentinel, clock, monkeypatch):
+    run, enqueue = queued
+    with the_stop_comes_and(Result.failure("cancelled; the process was killed", "cancelled")):
+        assert execute_step(*task(enqueue)) == "handed back: the cluster is stopping"
+    work = row(run)
+    assert (work.status, work.executing, work.lease_owner, work.error) == ("running", False, "", None)
+
+    monkeypatch.setattr(stopping, "_flag", None)  # the next start's workers
+    clock.advance(1)
+    assert recovery.reap(timezone.now()) == 1
+    resent = enqueue.call_args_list[-1]
+    assert execute_step(*resent.args, **resent.kwargs) == "accepted"
+
+    run.refresh_from_db()
+    assert (row(run).status, run.restart_count, CALLS) == ("completed", 0, [("work", 1)])
+    assert AuditEvent.objects.get(code="forge.step.resumed", run_id=run.pk).detail["crashed"] is False
+    assert not AuditEvent.objects.filter(code="forge.run.resumed", run_id=run.pk).exists()
+
+
+def test_a_step_that_succeeds_as_the_cluster_stops_is_recorded(queued, sentinel):
+    run, enqueue = queued
+    with the_stop_comes_and(Result(ok=True, outputs={"n": 7}, stdout="done")):
+        assert execute_step(*task(enqueue)) == "accepted"
+    assert (row(run).status, row(run).outputs) == ("completed", {"n": 7})
+
+
+def test_a_stopping_cluster_cancels_the_queued_step_a_worker_runs_but_not_its_inline_calls(queued, sentinel):
+    run, enqueue = queued
+    fence = claim_attempt(*task(enqueue)).fence
+    queued_step = leases.Lease(run.pk, "work", fence, stops_with_cluster=True)
+    inline_call = leases.Lease(run.pk, "work", fence)
+    probe = leases.Lease(run.pk, "work", fence + 100)  # no such fence: the next renewal cancels it
+    leases.hold([queued_step, inline_call])
+    try:
+        stopping.request()
+        assert queued_step.cancel.wait(30)
+        leases.hold([probe])
+        assert probe.cancel.wait(30)  # a whole renewal since the stop was seen, the inline call's lease in it
+        assert not inline_call.cancel.is_set()
+    finally:
+        leases.release([queued_step, inline_call, probe])
