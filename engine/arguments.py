@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from engine.model import Document
+from engine.executors.gateway_result import storable
+from engine.model import Document, OutputSchema
 from engine.outputs import coerce, validate_outputs
-from engine.model import OutputSchema
+
+# A run's arguments are stored, and passed on to steps, as JSON, which other programs read in 64 bits.
+MIN_INTEGER, MAX_INTEGER = -2**63, 2**63 - 1
+_WHOLE = re.compile(r"\s*[-+]?[0-9]+\s*")
 
 
 class ArgumentsInvalid(ValueError):
@@ -56,6 +61,9 @@ def resolve_args(document: Document, given: Mapping[str, Any], *, from_text: boo
                 problems.append(f"argument {name!r} holds a number that is not finite (NaN or Infinity), "
                                 f"which JSON cannot carry")
                 continue
+            if problem := _unkeepable(name, value, spec.type):
+                problems.append(problem)
+                continue
             problem = validate_outputs({name: value}, {name: OutputSchema(type=spec.type)})
             if problem:
                 problems.append(problem.replace("output", "argument", 1))
@@ -79,3 +87,25 @@ def _finite(value: Any) -> bool:
     except RecursionError:
         return True  # too deep to write; check_args_size and the size limits say so
     return True
+
+
+def _unkeepable(name: str, value: Any, type_name: str) -> str | None:
+    """What no database keeps: an integer beyond 64 bits (one too long for int() stays text), a NUL character
+    or an unpaired surrogate, at any depth."""
+    beyond = (f"argument {name!r} holds an integer beyond 64 bits: whole numbers go from {MIN_INTEGER} "
+              f"to {MAX_INTEGER}")
+    if type(value) is str and type_name in ("integer", "number") and _WHOLE.fullmatch(value):
+        return beyond
+    stack = [value]
+    while stack:  # no recursion: JSON may nest as deep as the parser allowed
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif type(item) is int and not MIN_INTEGER <= item <= MAX_INTEGER:
+            return beyond
+        elif type(item) is str and not storable(item):
+            return f"argument {name!r} holds a NUL character or an unpaired surrogate, which cannot be stored"
+    return None

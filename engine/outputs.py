@@ -57,7 +57,10 @@ def coerce(value: Any, type_name: str | None) -> Any:
         number = value
         if type(value) is str and _NUMERIC.match(value):
             text = value.strip()
-            number = int(text) if re.fullmatch(r"[-+]?[0-9]+", text) else float(text)
+            try:
+                number = int(text) if re.fullmatch(r"[-+]?[0-9]+", text) else float(text)
+            except ValueError:  # more digits than int() reads (sys.get_int_max_str_digits): left as text
+                return value
         if type_name == "integer" and type(number) is float and math.isfinite(number):
             return round_half_away(number)
         return number

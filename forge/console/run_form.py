@@ -11,9 +11,6 @@ from typing import Any
 from forge.runs.creation import compile_version
 from forge.workflows.models import WorkflowVersion
 
-MAX_VALUE = 65536
-
-
 @dataclass(frozen=True)
 class ArgField:
     name: str
@@ -54,6 +51,6 @@ def posted_args(version: WorkflowVersion, posted) -> dict[str, str]:
         key = f"arg-{field.name}"
         if field.type == "boolean":
             given[field.name] = "true" if posted.get(key) in ("on", "true") else "false"
-        elif (value := posted.get(key, "")[:MAX_VALUE]).strip():
+        elif (value := posted.get(key, "")).strip():  # whole: run_start refuses what is too large
             given[field.name] = value
     return given

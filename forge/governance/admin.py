@@ -1,6 +1,7 @@
 from django.contrib import admin, messages
 from django.db import models, transaction
 
+from forge.admin_fields import KeptJSONField
 from forge.admin_views import ReadOnlyAdmin
 from forge.governance import services
 from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy, TokenEvent
@@ -10,7 +11,8 @@ class ConfigurationAdmin(admin.ModelAdmin):
     """Configuration edited here (also through the change list's editable columns and the bulk delete
     action) changes through the services, which check permission and audit each change."""
 
-    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}  # a URL typed without a scheme
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"},  # a URL typed without a scheme
+                           models.JSONField: {"form_class": KeptJSONField}}
 
     def save_model(self, request, obj, form, change):
         services.config_save(user=request.user, instance=obj)

@@ -10,6 +10,7 @@ from django.template.response import TemplateResponse
 from django_q.models import Schedule as QueueSchedule
 
 from forge.accounts.roles import can
+from forge.admin_fields import KeptJSONField
 from forge.admin_views import ReadOnlyAdmin
 from forge.schedules import services
 from forge.schedules.models import KillSwitch, Schedule, ScheduleFire
@@ -45,24 +46,8 @@ class RoleAdmin(admin.ModelAdmin):
         return can(request.user, self.change_action)
 
 
-class ArgsField(forms.JSONField):
-    """JSON whose nesting would exhaust the parser is a form error, not a 500."""
-
-    def to_python(self, value):
-        try:
-            return super().to_python(value)
-        except RecursionError:
-            raise forms.ValidationError("the arguments nest too deeply to be read as JSON") from None
-
-    def bound_data(self, data, initial):
-        try:
-            return super().bound_data(data, initial)
-        except RecursionError:
-            return forms.fields.InvalidJSONInput(data)
-
-
 class ScheduleForm(forms.ModelForm):
-    args = ArgsField(required=False, help_text=Schedule._meta.get_field("args").help_text)
+    args = KeptJSONField(required=False, help_text=Schedule._meta.get_field("args").help_text)
 
     class Meta:
         model = Schedule

@@ -75,6 +75,7 @@ def test_a_string_is_coerced_from_objects_lists_numbers_and_booleans_json_like(v
     ("abc", "integer"), ("12abc", "number"), ("1,000", "number"), ("", "integer"), (True, "integer"),
     ([1], "number"), ("maybe", "boolean"), ("1", "boolean"), (1, "boolean"), ({"other": True}, "boolean"),
     ({"result": "perhaps"}, "boolean"), ("text", "object"), (5, "object"), ({"a": 1}, "integer"),
+    ("9" * 5000, "integer"), ("-" + "9" * 5000, "number"),  # more digits than int() reads
 ])
 def test_a_value_that_cannot_be_coerced_is_left_unchanged_and_then_fails_validation(value, type_name):
     coerced = coerce(value, type_name)

@@ -3,9 +3,12 @@ then goes back to the page with what happened in words. A refusal changes nothin
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -24,8 +27,16 @@ MAX_TEXT = 2000
 def _back(request, fallback: str):
     target = request.POST.get("next", "")
     if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
-        return redirect(target)
+        return HttpResponseRedirect(target)  # not redirect(), which would read "nan" as the name of a URL
     return redirect(fallback)
+
+
+def _text(request, name: str) -> str:
+    """A free-text field, whole: one too long is refused, not cut, so what is kept is what was typed."""
+    value = request.POST.get(name, "")
+    if len(value) > MAX_TEXT:
+        raise services.ServiceError(f"The {name} has {len(value)} characters; at most {MAX_TEXT} are accepted.")
+    return value
 
 
 def _run(request, run_id: int):
@@ -38,7 +49,7 @@ def _run(request, run_id: int):
 def run_cancel(request, run_id: int):
     run = _run(request, run_id)
     try:
-        services.run_cancel(user=request.user, run=run, reason=request.POST.get("reason", "")[:MAX_TEXT])
+        services.run_cancel(user=request.user, run=run, reason=_text(request, "reason"))
         messages.success(request, f"Run {run.pk} is being cancelled: its running steps are stopped.")
     except (services.ServiceError, PermissionDenied) as exc:
         messages.error(request, str(exc))
@@ -57,7 +68,7 @@ def approval_decide(request, approval_id: int):
     else:
         try:
             services.approval_decide(user=request.user, approval=approval, decision=decision,
-                                     comment=request.POST.get("comment", "")[:MAX_TEXT])
+                                     comment=_text(request, "comment"))
             messages.success(request, f"{decision.capitalize()}: run {approval.run_id} / {approval.step}.")
         except (services.ServiceError, PermissionDenied) as exc:
             messages.error(request, str(exc))
@@ -77,7 +88,7 @@ def run_restart(request, run_id: int):
     if request.method == "POST":
         if request.POST.get("plan") != plan.fingerprint:
             messages.error(request, "The plan changed since it was shown: read it again before restarting.")
-            return redirect(f"{reverse('console:restart', args=[run.pk])}?step={step}")
+            return redirect(f"{reverse('console:restart', args=[run.pk])}?{urlencode({'step': step})}")
         try:
             new = services.run_restart(user=request.user, run=run, step=step)
         except (services.ServiceError, PermissionDenied) as exc:

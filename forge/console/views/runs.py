@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-from datetime import datetime, time
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.paginator import Paginator
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, render
-from django.utils import timezone
 
 from forge.accounts.roles import can
+from forge.console.filters import Filters
 from forge.console.run_view import run_view
 from forge.console.step_panel import step_panel
 from forge.console.timeline import timeline
 from forge.console.views.pages import require_view
 from forge.runs.models import RUN_STATUSES
 from forge.runs.selectors import may_decide, runs_for_user
+from forge.workflows.models import Workflow
 
 PER_PAGE = 50
 STEP_ROWS = 200  # rows of a run view's step table unless all are asked for: a page stays quick to draw
@@ -25,37 +27,33 @@ SORTS = {"id": "id", "-id": "-id", "workflow": "workflow__name", "-workflow": "-
          "status": "status", "-status": "-status", "created": "created_at", "-created": "-created_at"}
 
 
-def day(text: str, end: bool = False) -> datetime | None:
-    try:
-        day = datetime.strptime(text, "%Y-%m-%d").date()
-    except (TypeError, ValueError):
-        return None
-    return timezone.make_aware(datetime.combine(day, time.max if end else time.min), timezone.utc)
-
-
 @login_required
 def run_list(request):
     require_view(request)
-    q = request.GET
     runs = runs_for_user(request.user).select_related("workflow", "version", "started_by")
-    filters = {"status": q.get("status", ""), "workflow": q.get("workflow", "")[:100],
-               "started_by": q.get("started_by", "")[:150], "since": q.get("since", ""), "until": q.get("until", "")}
-    if filters["status"] in dict(RUN_STATUSES):
-        runs = runs.filter(status=filters["status"])
-    if filters["workflow"]:
-        runs = runs.filter(workflow__name=filters["workflow"])
-    if filters["started_by"]:
-        runs = runs.filter(started_by__username=filters["started_by"])
-    if since := day(filters["since"]):
+    given = Filters(request.GET)
+    if status := given.choice("status", dict(RUN_STATUSES)):
+        runs = runs.filter(status=status)
+    if workflow := given.text("workflow", limit=Workflow._meta.get_field("name").max_length):
+        runs = runs.filter(workflow__name=workflow)
+    if started_by := given.text("started_by", limit=User._meta.get_field("username").max_length):
+        runs = runs.filter(started_by__username=started_by)
+    if since := given.day("since"):
         runs = runs.filter(created_at__gte=since)
-    if until := day(filters["until"], end=True):
+    if until := given.day("until", end=True):
         runs = runs.filter(created_at__lte=until)
-    sort = q.get("sort") if q.get("sort") in SORTS else "-id"
-    page = Paginator(runs.order_by(SORTS[sort], "-id"), PER_PAGE).get_page(q.get("page"))
+    sort = given.choice("sort", SORTS, default="-id")
+    filters = {k: v for k, v in given.values.items() if k != "sort"}
+    for problem in given.problems:
+        messages.error(request, problem)
+    if given.problems:
+        runs = runs.none()
+    page = Paginator(runs.order_by(SORTS[sort], "-id"), PER_PAGE).get_page(request.GET.get("page"))
     query = urlencode({k: v for k, v in filters.items() if v})
     return render(request, "console/runs.html", {
         "nav": "runs", "page": page, "filters": filters, "sort": sort, "statuses": [s for s, _ in RUN_STATUSES],
-        "query": query, "query_sorted": f"{query}&sort={sort}" if query else f"sort={sort}"})
+        "query": query, "query_sorted": f"{query}&sort={sort}" if query else f"sort={sort}"},
+        status=400 if given.problems else 200)
 
 
 @login_required

@@ -72,6 +72,32 @@ def test_an_operator_cancels_a_run_and_the_confirmation_says_what_stops(client, 
     assert (requested.actor, requested.detail["reason"]) == ("olive", "wrong vendor")
 
 
+def test_a_cancel_reason_too_long_to_keep_whole_cancels_nothing_and_says_so(client, waiting, operator):
+    client.force_login(operator)
+    page = client.post(reverse("console:cancel", args=[waiting.pk]), {"reason": "x" * 2001}, follow=True)
+    assert "The reason has 2001 characters; at most 2000 are accepted." in page.content.decode()
+    assert fast_forward(waiting).status == "running"
+    assert not AuditEvent.objects.filter(code="forge.run.cancel_requested").exists()
+
+
+def test_a_comment_too_long_to_keep_whole_decides_nothing_and_says_so(client, waiting, approver):
+    client.force_login(approver)
+    approval = Approval.objects.get(run=waiting)
+    page = client.post(reverse("console:decide", args=[approval.pk]),
+                       {"decision": "approve", "comment": "y" * 10_000}, follow=True)
+    assert "The comment has 10000 characters; at most 2000 are accepted." in page.content.decode()
+    assert Approval.objects.get(pk=approval.pk).status == "pending"
+
+
+@pytest.mark.parametrize("next_page", ["nan", "²", "1e999", "x" * 10_000])
+def test_a_decision_goes_back_to_any_page_named_on_this_site_and_never_fails_on_the_name(
+        client, waiting, approver, next_page):
+    client.force_login(approver)
+    approval = Approval.objects.get(run=waiting)
+    page = client.post(reverse("console:decide", args=[approval.pk]), {"decision": "approve", "next": next_page})
+    assert page.status_code == 302 and fast_forward(waiting).status == "completed"
+
+
 def test_cancel_is_a_post(client, waiting, operator):
     client.force_login(operator)
     assert client.get(reverse("console:cancel", args=[waiting.pk])).status_code == 405

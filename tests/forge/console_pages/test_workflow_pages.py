@@ -60,6 +60,28 @@ def test_bad_arguments_are_shown_on_the_form_and_start_nothing(client, typed, op
     assert not Run.objects.exists()
 
 
+@pytest.mark.parametrize("posted, says", [
+    ({"arg-vendor": "A", "arg-limit": "9" * 5000}, "argument &#x27;limit&#x27; holds an integer beyond 64 bits"),
+    ({"arg-vendor": "A", "arg-limit": str(2**63)}, "argument &#x27;limit&#x27; holds an integer beyond 64 bits"),
+    ({"arg-vendor": "A", "arg-limit": "²"}, "argument &#x27;limit&#x27; must be an integer"),
+    ({"arg-vendor": "A", "arg-tags": '["a\\u0000"]'}, "holds a NUL character or an unpaired surrogate"),
+    ({"arg-vendor": "A", "arg-tags": "[" + "1," * 40_000 + "1]"}, "FORGE_MAX_ARGS_BYTES"),
+])
+def test_arguments_no_database_keeps_are_shown_on_the_form_and_start_nothing(client, typed, operator, posted, says):
+    client.force_login(operator)
+    page = client.post(reverse("console:workflow", args=["typed_args"]), posted)
+    assert page.status_code == 400 and says in page.content.decode()
+    assert not Run.objects.exists() and not AuditEvent.objects.filter(code="forge.run.started").exists()
+
+
+def test_a_nul_in_an_argument_is_refused_before_the_form_is_read(client, typed, operator):
+    client.force_login(operator)
+    page = client.post(reverse("console:workflow", args=["typed_args"]), {"arg-vendor": "Ac\x00me"})
+    assert page.status_code == 400
+    assert "form field 'arg-vendor' holds a control character (U+0000)" in page.content.decode()
+    assert not Run.objects.exists()
+
+
 def test_an_approver_sees_no_run_button_and_may_not_post_one(client, typed, approver):
     client.force_login(approver)
     assert 'id="run-form"' not in client.get(reverse("console:workflow", args=["typed_args"])).content.decode()

@@ -1,0 +1,66 @@
+"""What the console's list pages read from their query string: each filter checked, bounded and typed, or a
+problem in words the page shows (with a 400 and no rows) rather than a guess or a database error.
+
+Numbers are ASCII digits within 64 bits (str.isdigit also takes '²', which int() refuses, and '٣', which it
+reads as 3); dates are YYYY-MM-DD in ASCII digits; texts are at most as long as the column they are compared
+with. Control characters never get here (forge/request_guard.py).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, time, timezone
+
+MAX_ID = 2**63 - 1
+_DIGITS = re.compile(r"[0-9]{1,19}")
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+class Filters:
+    """One page's filters: `values` as typed (the form shows them again), `problems` for what was refused."""
+
+    def __init__(self, query):
+        self.query = query
+        self.values: dict[str, str] = {}
+        self.problems: list[str] = []
+
+    def _raw(self, name: str) -> str:
+        self.values[name] = self.query.get(name, "")
+        return self.values[name]
+
+    def text(self, name: str, *, limit: int) -> str:
+        raw = self._raw(name)
+        if len(raw) > limit:
+            self.problems.append(f"{name} must be at most {limit} characters long (it has {len(raw)})")
+            return ""
+        return raw
+
+    def choice(self, name: str, options, *, default: str = "") -> str:
+        raw = self._raw(name)
+        if raw and raw not in options:
+            self.problems.append(f"{name} must be one of {', '.join(options)}")
+            return default
+        return raw or default
+
+    def number(self, name: str) -> int | None:
+        raw = self._raw(name)
+        if not raw:
+            return None
+        if not _DIGITS.fullmatch(raw) or not 1 <= int(raw) <= MAX_ID:
+            self.problems.append(f"{name} must be a whole number from 1 to {MAX_ID}, in the digits 0-9")
+            return None
+        return int(raw)
+
+    def day(self, name: str, *, end: bool = False) -> datetime | None:
+        """The first (or, with `end`, the last) moment of the day named, in UTC."""
+        raw = self._raw(name)
+        if not raw:
+            return None
+        try:
+            if not _DAY.fullmatch(raw):
+                raise ValueError
+            day = date.fromisoformat(raw)
+        except ValueError:
+            self.problems.append(f"{name} must be a date written YYYY-MM-DD")
+            return None
+        return datetime.combine(day, time.max if end else time.min, tzinfo=timezone.utc)
