@@ -14,6 +14,7 @@ once every SEND_GAP_S, so a busy worker's rounds cost Redis 20 sends a second, n
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import threading
@@ -34,6 +35,16 @@ _sender: tuple[int, threading.Thread] | None = None  # (pid, thread): a forked w
 
 def run_group(run_id: int) -> str:
     return f"run-{run_id}"
+
+
+def user_group(user_id: int) -> str:
+    """Every live socket of one person (forge/console/session_signals.py tells them to check their session)."""
+    return f"user-{user_id}"
+
+
+def session_digest(session_key: str) -> str:
+    """Names a session in a message without copying its key, a credential, into the channel layer."""
+    return hashlib.sha256(session_key.encode()).hexdigest()
 
 
 def wake(run_id: int, *, approvals: bool = False, runs: bool = False) -> None:

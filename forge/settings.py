@@ -146,9 +146,13 @@ if REDIS_URL:
     Q_CLUSTER["broker_class"] = "forge.runtime.broker.TickingRedis"
     # channels_redis waits on a 5 s blocking pop; redis-py 8 reads with a 5 s socket timeout by default, which
     # fires first and tears every idle websocket down (channels_redis#422). Reads wait longer than the pop.
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                  "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30,
-                                                        "socket_connect_timeout": 5}]}}}
+    # One pool per process, shared by all its sockets: at most FORGE_CHANNEL_REDIS_CONNECTIONS, and a command
+    # waits up to 20 s for a free one rather than failing (forge/channel_layer.py). Keys are prefixed with the
+    # queue's name, so deployments sharing a Redis do not wake each other's pages.
+    CHANNEL_LAYERS = {"default": {"BACKEND": "forge.channel_layer.PooledRedisChannelLayer", "CONFIG": {
+        "prefix": f"asgi-{Q_CLUSTER['name']}",
+        "hosts": [{"address": REDIS_URL, "socket_timeout": 30, "socket_connect_timeout": 5, "timeout": 20,
+                   "max_connections": env_int("FORGE_CHANNEL_REDIS_CONNECTIONS", 50, minimum=2)}]}}}
 else:
     Q_CLUSTER["orm"] = "default"
     Q_CLUSTER["broker_class"] = "forge.runtime.broker.TickingORM"
@@ -171,6 +175,8 @@ FORGE_SCHEDULES_S = env_float("FORGE_SCHEDULES_S", 1, minimum=0.01)
 # wake-up: the poll is what updates its pages).
 FORGE_LIVE_POLL_S = env_float("FORGE_LIVE_POLL_S", 2.0 if REDIS_URL else 0.2, minimum=0.02)
 FORGE_LIVE_REPLAY_MAX = env_int("FORGE_LIVE_REPLAY_MAX", 5000, minimum=1)
+# How often a process checks that its live sockets' sessions still let them watch (forge/console/session_watch.py).
+FORGE_LIVE_SESSION_CHECK_S = env_float("FORGE_LIVE_SESSION_CHECK_S", 1.0, minimum=0.05)
 FORGE_ORM_BUSY_S = env_float("FORGE_ORM_BUSY_S", 1.0, minimum=0)
 FORGE_ORM_BUSY_POLL_S = env_float("FORGE_ORM_BUSY_POLL_S", 0.005, minimum=0.001)
 FORGE_GOVERNANCE_REFRESH_S = env_float("FORGE_GOVERNANCE_REFRESH_S", 1.0, minimum=0)

@@ -22,14 +22,14 @@ FORK = ("python3 -c '\nimport os,sys\nr,w=os.pipe()\nn=0\ntry:\n  while n<5000:\
 ALLOCATE = "python3 -c 'import mmap; m=mmap.mmap(-1, 8<<30); m[(8<<30)-1]=1; m[0]=1'"
 
 
-def attacks(data: Path, worker_pid: int) -> dict[str, str]:
-    """Each attack's command, run from DATA/work/run-1."""
+def attacks(data: Path, worker_pid: int, other_run: str = "run-2") -> dict[str, str]:
+    """Each attack's command, run from a directory in DATA/work; `other_run` is another run's directory there."""
     return {
         "secret_key": f"grep -q {SECRET} ../../secret_key",
         "database": "head -c 15 ../../forge.sqlite3 | grep -q 'SQLite format'",
         "database_by_path": f"test -r {data / 'forge.sqlite3'}",
         "worker_environ": f"grep -qa PATH= /proc/{worker_pid}/environ",
-        "other_run": "cat ../run-2/notes.txt",
+        "other_run": f"cat ../{other_run}/notes.txt",
         "postgres_tcp": CONNECT.format(port=5432),
         "redis_tcp": CONNECT.format(port=6379),
         "postgres_socket": UNIX,

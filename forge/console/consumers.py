@@ -8,6 +8,9 @@ run, RunEvent ids grow in commit order, because every round of a run holds the r
 (forge/runtime/rounds.py) from before its inserts to its commit; so "every event after the last id sent" never
 skips one. A wake-up (forge/live.py) or the poll makes the consumer read again; each read sends only ids
 above the last one sent.
+
+Both sockets follow the session they were opened with (forge/console/session_watch.py): a logout, a password
+change, being deactivated or leaving one's groups closes them with 4403.
 """
 
 from __future__ import annotations
@@ -15,18 +18,21 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from types import SimpleNamespace
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.contrib.auth import get_user
 
-from forge.console import stream, watch
-from forge.live import APPROVALS, run_group
+from forge.console import session_watch, stream, watch
+from forge.console.socket_stats import counts
+from forge.live import APPROVALS, run_group, user_group
 
 log = logging.getLogger(__name__)
 FORBIDDEN, NOT_FOUND = 4403, 4404
-LAYER_TIMEOUT_S = 5
+LAYER_TIMEOUT_S = 30  # longer than the pool's wait for a free connection (settings.CHANNEL_LAYERS)
 PAGE_CHECK_GAP_S = 0.1  # a burst of wake-ups costs a page's socket one check per gap, not one per wake-up
 
 
@@ -38,26 +44,93 @@ def _after(scope) -> int:
         return 0
 
 
-class RunStream(AsyncWebsocketConsumer):
+def _admit(scope, refusal) -> tuple[int | None, session_watch.Ticket | None]:
+    """The handshake's person, from its session (Django's own check of the session's password hash), put in the
+    scope; then `refusal(user)`'s close code, or the ticket of the session to follow."""
+    scope["user"] = get_user(SimpleNamespace(session=scope["session"]))
+    code = refusal(scope["user"])
+    if code is not None:
+        return code, None
+    ticket = session_watch.ticket_of(scope)
+    return (None, ticket) if ticket is not None else (FORBIDDEN, None)
+
+
+class FollowsSession(AsyncWebsocketConsumer):
+    """A socket closed (4403) once the session it was opened with ends or no longer lets its person watch."""
+
+    groups_joined: list[str] = []
+    ticket: session_watch.Ticket | None = None
+    revoked = False
+
+    async def admit(self, refusal) -> bool:
+        """Accept the handshake at once, then keep the socket only for a session `refusal` has no code for.
+
+        Nothing is read before the accept, so a burst of sockets is not held at its handshake (daphne drops one
+        not accepted within 5 s) while the database is busy with the others; who may watch is read in one go.
+        """
+        await self.accept()
+        code, self.ticket = await database_sync_to_async(_admit)(self.scope, refusal)
+        if code is not None:
+            await self.close(code=code)
+            return False
+        session_watch.follow(self, self.ticket)
+        counts["open"] += 1
+        counts["opened"] += 1
+        return True
+
+    async def join(self, groups: list[str]) -> None:
+        """Join `groups` and the person's own group (where session checks are sent)."""
+        self.groups_joined = [*groups, user_group(self.ticket.user_id)]
+        await _join(self, self.groups_joined)
+
+    async def session_check(self, message):
+        if self.ticket is None or self.revoked:
+            return
+        if message.get("ended") == self.ticket.digest:
+            await self.revoke()  # this session's logout: nothing to read
+        else:
+            session_watch.check_soon()
+
+    async def revoke(self):
+        """Close the socket for its session: its ticket failed the check, or this session logged out."""
+        if self.revoked:
+            return
+        self.revoked = True
+        counts["closed_for_session"] += 1
+        self.stop()
+        await self.close(code=FORBIDDEN)
+
+    def stop(self) -> None:
+        """Cancel the socket's own tasks."""
+
+    async def disconnect(self, code):
+        self.stop()
+        if self.ticket is not None:
+            session_watch.forget(self)
+            counts["open"] -= 1
+        await _leave(self, self.groups_joined)
+
+
+class RunStream(FollowsSession):
     async def connect(self):
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
         self.group = run_group(self.run_id)
         self.last = _after(self.scope)
         self.lock = asyncio.Lock()
         self.poller = None
-        await self.accept()
-        verdict = await database_sync_to_async(stream.may_watch)(self.scope.get("user"), self.run_id)
-        if verdict is not None:
-            await self.close(code=FORBIDDEN if verdict == stream.FORBIDDEN else NOT_FOUND)
+        if not await self.admit(self.refusal):
             return
         self.poller = asyncio.ensure_future(self.poll())
-        await _join(self, [self.group])  # before the replay: see above
+        await self.join([self.group])  # before the replay: see above
         await self.push(first=True)
 
-    async def disconnect(self, code):
+    def refusal(self, user) -> int | None:
+        verdict = stream.may_watch(user, self.run_id)
+        return None if verdict is None else FORBIDDEN if verdict == stream.FORBIDDEN else NOT_FOUND
+
+    def stop(self) -> None:
         if self.poller is not None:
             self.poller.cancel()
-        await _leave(self, [self.group])
 
     async def receive(self, text_data=None, bytes_data=None):
         await _answer(self, text_data)
@@ -75,6 +148,8 @@ class RunStream(AsyncWebsocketConsumer):
 
     async def push(self, first: bool = False):
         async with self.lock:
+            if self.revoked:
+                return
             if first:
                 gap = await database_sync_to_async(stream.snapshot_if_too_far)(self.run_id, self.last)
                 if gap is not None:
@@ -90,7 +165,7 @@ class RunStream(AsyncWebsocketConsumer):
                     return
 
 
-class PageStream(AsyncWebsocketConsumer):
+class PageStream(FollowsSession):
     """`ws/live/?topics=runs`: tells a page when what it lists changed, so it reads itself again.
 
     Every page has the approvals topic (the top bar's badge: its count comes with the notice); a runs list or
@@ -104,17 +179,15 @@ class PageStream(AsyncWebsocketConsumer):
         self.seen: dict[str, tuple] = {}
         self.woken = asyncio.Event()
         self.watcher = None
-        await self.accept()
-        if not await database_sync_to_async(watch.may_watch_pages)(self.scope.get("user")):
-            await self.close(code=FORBIDDEN)
+        if not await self.admit(lambda user: None if watch.may_watch_pages(user) else FORBIDDEN):
             return
-        await _join(self, self.topics)
-        self.watcher = asyncio.ensure_future(self.watch())
+        await self.join(self.topics)
+        if not self.revoked:
+            self.watcher = asyncio.ensure_future(self.watch())
 
-    async def disconnect(self, code):
+    def stop(self) -> None:
         if self.watcher is not None:
             self.watcher.cancel()
-            await _leave(self, self.topics)
 
     async def receive(self, text_data=None, bytes_data=None):
         await _answer(self, text_data)
@@ -148,11 +221,18 @@ class PageStream(AsyncWebsocketConsumer):
 
 
 async def _join(consumer, groups: list[str]) -> None:
+    failed = False
     for group in groups:
         try:
             await asyncio.wait_for(consumer.channel_layer.group_add(group, consumer.channel_name), LAYER_TIMEOUT_S)
         except Exception:  # noqa: BLE001 - without wake-ups the poll still brings every change, only later
-            log.warning("joining group %s failed; polling only", group, exc_info=True)
+            if not failed and not counts["polling_only"]:  # once: a burst of failures would flood the log
+                log.warning("a live socket could not join group %s: it, and any other that fails to, sees changes "
+                            "only every FORGE_LIVE_POLL_S (%s s); GET /live/status/ counts them", group,
+                            settings.FORGE_LIVE_POLL_S, exc_info=True)
+            failed = True
+    if failed:
+        counts["polling_only"] += 1
 
 
 async def _leave(consumer, groups: list[str]) -> None:

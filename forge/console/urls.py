@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth
 from django.urls import path
 
-from forge.console.views import actions, audit, pages, runs, workflows
+from forge.console.views import actions, audit, live, pages, runs, workflows
 
 app_name = "console"
 
@@ -26,4 +26,5 @@ urlpatterns = [
     path("runs/<int:run_id>/restart/", actions.run_restart, name="restart"),
     path("approvals/<int:approval_id>/decide/", actions.approval_decide, name="decide"),
     path("layouts/<str:content_hash>/", workflows.layout_keep, name="layout"),
+    path("live/status/", live.live_status, name="live_status"),
 ]

@@ -6,6 +6,13 @@ from forge.admin_views import ReadOnlyAdmin
 from forge.governance import services
 from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy, TokenEvent
 
+# What a shell agent's config adds to its steps' sandbox (docs/sandbox.md), said where an Admin opens the network.
+SHELL_CONFIG_HELP = (
+    "Shell agents run each step in a sandbox without network and with limits: \"network\": true gives its steps "
+    "the worker's own network, which reaches everything the worker reaches, 127.0.0.1 included (PostgreSQL, "
+    "Redis, the console, any local service); \"limits\": {\"cpu_seconds\", \"memory_mb\", \"processes\", "
+    "\"file_mb\", \"tmp_mb\", \"output_kb\"} change the defaults (see docs/sandbox.md)")
+
 
 class ConfigurationAdmin(admin.ModelAdmin):
     """Configuration edited here (also through the change list's editable columns and the bulk delete
@@ -32,6 +39,12 @@ class AgentAdmin(ConfigurationAdmin):
                     "rate_limit_per_minute", "monthly_budget", "gateway")
     list_filter = ("provider", "enabled", "status")
     search_fields = ("name", "role")
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name == "config":
+            field.help_text = f"{db_field.help_text}. {SHELL_CONFIG_HELP}"
+        return field
 
 
 @admin.register(Gateway)

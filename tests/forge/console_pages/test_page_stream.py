@@ -3,22 +3,20 @@ and again only when what a page lists changed, to people who may see runs."""
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.test import override_settings
 
-from forge.asgi import application
 from forge.runs import services
 from forge.runs.models import Approval
 from tests.forge.conftest import fast_forward, member
 from tests.forge.console_pages.conftest import APPROVAL
-from tests.forge.console_pages.test_run_stream import ORIGIN, login, sync
+from tests.forge.console_pages.test_run_stream import ORIGIN, login, socket_to, sync
 
 pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 
 async def watch(user, topics="runs"):
     headers = await sync_to_async(login)(user)
-    communicator = WebsocketCommunicator(application, f"/ws/live/?topics={topics}", headers=headers)
+    communicator = socket_to(f"/ws/live/?topics={topics}", headers=headers)
     connected, _ = await communicator.connect(timeout=30)
     assert connected
     return communicator
@@ -71,7 +69,7 @@ async def test_someone_who_may_not_see_runs_is_refused(who):
     headers = ORIGIN
     if who == "outsider":
         headers = await sync_to_async(login)(await sync_to_async(member)("oscar"))
-    communicator = WebsocketCommunicator(application, "/ws/live/?topics=runs", headers=headers)
+    communicator = socket_to("/ws/live/?topics=runs", headers=headers)
     await communicator.connect(timeout=30)
     assert await communicator.receive_output(timeout=30) == {"type": "websocket.close", "code": 4403}
 
@@ -79,7 +77,7 @@ async def test_someone_who_may_not_see_runs_is_refused(who):
 @sync
 async def test_a_page_socket_from_another_origin_is_refused(approver):
     headers = [h for h in await sync_to_async(login)(approver) if h[0] != b"origin"] + [(b"origin", b"http://evil.example")]
-    communicator = WebsocketCommunicator(application, "/ws/live/", headers=headers)
+    communicator = socket_to("/ws/live/", headers=headers)
     connected, _ = await communicator.connect(timeout=30)
     assert not connected
 

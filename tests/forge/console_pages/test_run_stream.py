@@ -24,7 +24,15 @@ def sync(scenario):
     def test(*args, **kwargs):
         return async_to_sync(scenario)(*args, **kwargs)
     return test
-ORIGIN = [(b"origin", b"http://127.0.0.1")]
+SERVER = ["127.0.0.1", 8000]  # where daphne listens, as it puts it in a socket's scope
+ORIGIN = [(b"origin", b"http://127.0.0.1:8000")]
+
+
+def socket_to(path: str, headers=ORIGIN) -> WebsocketCommunicator:
+    """A socket to forge.asgi as daphne hands it one: from 127.0.0.1:8000, through its origin check."""
+    socket = WebsocketCommunicator(application, path, headers=headers)
+    socket.scope["server"] = SERVER
+    return socket
 
 
 @pytest.fixture
@@ -36,10 +44,8 @@ def event_ids(run) -> list[int]:
     return list(RunEvent.objects.filter(run=run).order_by("id").values_list("id", flat=True))
 
 
-async def connect(user, run_id, after=0, headers=ORIGIN):
-    communicator = WebsocketCommunicator(application, f"/ws/runs/{run_id}/?after={after}", headers=headers)
-    if user is not None:
-        communicator.scope["user"] = user  # what AuthMiddlewareStack puts there from the session
+async def connect(run_id, after=0, headers=ORIGIN):
+    communicator = socket_to(f"/ws/runs/{run_id}/?after={after}", headers=headers)
     connected, _ = await communicator.connect(timeout=30)
     return communicator, connected
 
@@ -54,7 +60,7 @@ async def received_ids(communicator, until_id: int) -> list[int]:
 
 
 def login(user):
-    """A session the way the browser has one: the communicator goes through AuthMiddlewareStack."""
+    """A session the way the browser has one: its cookie, which the consumer reads."""
     from django.test import Client
 
     client = Client()
@@ -65,7 +71,7 @@ def login(user):
 @sync
 async def test_it_replays_every_event_of_the_run_in_order_then_streams_the_next(run, approver):
     ids = await sync_to_async(event_ids)(run)
-    communicator, connected = await connect(None, run.pk, headers=await sync_to_async(login)(approver))
+    communicator, connected = await connect(run.pk, headers=await sync_to_async(login)(approver))
     assert connected
     assert await received_ids(communicator, ids[-1]) == ids
     approval = await sync_to_async(Approval.objects.get)(run=run)
@@ -80,7 +86,7 @@ async def test_it_replays_every_event_of_the_run_in_order_then_streams_the_next(
 async def test_a_reconnect_from_the_last_id_applied_gets_only_what_came_after(run, approver):
     ids = await sync_to_async(event_ids)(run)
     middle = ids[len(ids) // 2]
-    communicator, _ = await connect(None, run.pk, after=middle, headers=await sync_to_async(login)(approver))
+    communicator, _ = await connect(run.pk, after=middle, headers=await sync_to_async(login)(approver))
     assert await received_ids(communicator, ids[-1]) == [i for i in ids if i > middle]
     await communicator.disconnect()
 
@@ -90,7 +96,7 @@ async def test_another_run_s_events_never_arrive(run, approver, save_workflow, o
     other = await sync_to_async(lambda: fast_forward(services.run_start(
         user=operator, version=save_workflow(APPROVAL))))()
     ids = await sync_to_async(event_ids)(run)
-    communicator, _ = await connect(None, run.pk, headers=await sync_to_async(login)(approver))
+    communicator, _ = await connect(run.pk, headers=await sync_to_async(login)(approver))
     received = await received_ids(communicator, ids[-1])
     assert set(received).isdisjoint(await sync_to_async(event_ids)(other))
     await communicator.disconnect()
@@ -102,28 +108,28 @@ async def test_someone_who_may_not_see_runs_is_refused(run, who):
     headers = ORIGIN
     if who == "outsider":
         headers = await sync_to_async(login)(await sync_to_async(member)("oscar"))
-    communicator, connected = await connect(None, run.pk, headers=headers)
+    communicator, connected = await connect(run.pk, headers=headers)
     closed = await communicator.receive_output(timeout=30)
     assert closed == {"type": "websocket.close", "code": 4403}
 
 
 @sync
 async def test_an_unknown_run_is_refused_as_missing(approver):
-    communicator, _ = await connect(None, 999999, headers=await sync_to_async(login)(approver))
+    communicator, _ = await connect(999999, headers=await sync_to_async(login)(approver))
     assert await communicator.receive_output(timeout=30) == {"type": "websocket.close", "code": 4404}
 
 
 @sync
 async def test_a_socket_from_another_origin_is_refused(run, approver):
     headers = [h for h in await sync_to_async(login)(approver) if h[0] != b"origin"] + [(b"origin", b"http://evil.example")]
-    communicator, connected = await connect(None, run.pk, headers=headers)
+    communicator, connected = await connect(run.pk, headers=headers)
     assert not connected
 
 
 @sync
 async def test_bad_messages_get_an_error_and_the_socket_stays_usable(run, approver):
     ids = await sync_to_async(event_ids)(run)
-    communicator, _ = await connect(None, run.pk, headers=await sync_to_async(login)(approver))
+    communicator, _ = await connect(run.pk, headers=await sync_to_async(login)(approver))
     await received_ids(communicator, ids[-1])
     for bad in ("not json", '{"type": "drop tables"}', "[1, 2]"):
         await communicator.send_to(text_data=bad)
@@ -139,7 +145,7 @@ async def test_bad_messages_get_an_error_and_the_socket_stays_usable(run, approv
 async def test_too_far_behind_it_gets_a_snapshot_of_the_rows(run, approver):
     ids = await sync_to_async(event_ids)(run)
     with override_settings(FORGE_LIVE_REPLAY_MAX=2):
-        communicator, _ = await connect(None, run.pk, headers=await sync_to_async(login)(approver))
+        communicator, _ = await connect(run.pk, headers=await sync_to_async(login)(approver))
         snapshot = await communicator.receive_json_from(timeout=30)
     assert snapshot["type"] == "snapshot" and snapshot["last_id"] == ids[-1]
     assert snapshot["steps"]["prepare"]["status"] == "completed"
