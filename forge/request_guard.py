@@ -3,13 +3,15 @@
 PostgreSQL refuses NUL in text and JSON, and no name, id, filter or field of Forge holds a control character,
 so they are refused here, once, for every page (the console's, the admin's, the login's) rather than view
 by view. A path that holds one names no page: 404. A query or form value (or name) that holds one: 400,
-saying which. Tab, newline and carriage return pass in values, where free text holds them.
+saying which. Tab, newline and carriage return pass in values, where free text holds them. A session
+cookie that holds one is no session.
 """
 
 from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from django.http import Http404, HttpResponseBadRequest
 
 IN_PATH = re.compile(r"[\x00-\x1f\x7f]")
@@ -31,6 +33,10 @@ class ControlCharacterGuard:
         self.get_response = get_response
 
     def __call__(self, request):
+        if IN_PATH.search(request.COOKIES.get(settings.SESSION_COOKIE_NAME, "")):
+            # A session id holding one (a cookie may carry "\000") names no session, as an unknown id does;
+            # looked up, it was a 500 on PostgreSQL. The fresh empty session has the cookie deleted.
+            request.session = type(request.session)()
         return self.get_response(request)
 
     def process_view(self, request, view, args, kwargs):

@@ -73,3 +73,13 @@ def test_the_login_form_refuses_a_nul_before_any_lookup(client, operator):
     page = client.post(reverse("console:login"), {"username": "olive\x00", "password": "pw-olive"})
     assert page.status_code == 400 and "form field 'username'" in page.content.decode()
     assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize("session_id", ['"\\000aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"', '"aaaaaaaaaaaaaaaa\\033bbbbbbbbbbbbbbb"'])
+def test_a_session_cookie_holding_a_control_character_is_no_session(session_id):
+    """On PostgreSQL, looking the session up was a 500 on every page (on SQLite it found nothing)."""
+    client = Client(HTTP_COOKIE=f"sessionid={session_id}")
+    assert client.get(reverse("console:login")).status_code == 200
+    page = client.get(reverse("console:runs"))
+    assert page.status_code == 302 and page["Location"].startswith("/login/")
+    assert page.cookies["sessionid"].value == ""  # the browser is told to forget it
