@@ -75,7 +75,8 @@ def test_the_login_form_refuses_a_nul_before_any_lookup(client, operator):
     assert not Run.objects.exists()
 
 
-@pytest.mark.parametrize("session_id", ['"\\000aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"', '"aaaaaaaaaaaaaaaa\\033bbbbbbbbbbbbbbb"'])
+@pytest.mark.parametrize("session_id", ['"\\000aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"',
+                                        '"aaaaaaaaaaaaaaaa\\033bbbbbbbbbbbbbbb"'])
 def test_a_session_cookie_holding_a_control_character_is_no_session(session_id):
     """On PostgreSQL, looking the session up was a 500 on every page (on SQLite it found nothing)."""
     client = Client(HTTP_COOKIE=f"sessionid={session_id}")
