@@ -44,6 +44,7 @@ VALID = {
                                                   "enabled": "on"},
 }
 GENERIC = ["o", "p", "all", "e", "_to_field", "_popup"]  # every change list's own parameters
+OWN_FORMS = {"forge_schedules.killswitch": {"engaged": "on", "reason": "walked"}}  # a change list of its own
 
 
 def label(model) -> str:
@@ -127,6 +128,11 @@ def test_every_add_form_has_its_valid_values(editor, workflow):
             assert set(add_fields(model_admin, request)) == set(VALID[label(model)](workflow)), label(model)
 
 
+def test_every_change_list_of_its_own_has_its_form():
+    own = {label(m) for m, a in PAGES.items() if type(a).changelist_view is not admin.ModelAdmin.changelist_view}
+    assert own == set(OWN_FORMS)
+
+
 def test_the_change_lists_own_parameters_take_no_hostile_value_badly(walker):
     problems = []
     for value_name, value in HOSTILE.items():
@@ -148,6 +154,8 @@ def test_no_hostile_value_on_a_change_list_or_object_page_is_a_500(walker, edito
     posted = [("action", {"action": "delete_selected", "_selected_action": str(row.pk) if row else "1"})]
     if model_admin.list_editable and row is not None:
         posted.append(("editable columns", editable_columns(model_admin, row)))
+    if label(model) in OWN_FORMS:
+        posted.append(("form", OWN_FORMS[label(model)]))
     for value_name, value in HOSTILE.items():
         for parameter in own_parameters(model_admin, request):
             judge(problems, f"?{parameter}", value_name,
