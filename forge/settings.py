@@ -12,8 +12,8 @@ from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from engine.executors.egress import allow_list as egress_allow_list
-from forge.env import env_bool, env_float, env_int, env_list, env_secret, env_str
 from engine.executors.sandbox import sandbox_from_environ
+from forge.env import env_bool, env_float, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("FORGE_DATA_DIR") or BASE_DIR / "var")
@@ -183,6 +183,11 @@ FORGE_GOVERNANCE_REFRESH_S = env_float("FORGE_GOVERNANCE_REFRESH_S", 1.0, minimu
 FORGE_MAX_RESTARTS = env_int("FORGE_MAX_RESTARTS", 3, minimum=0)
 FORGE_RUNNER_CONCURRENCY = env_int("FORGE_RUNNER_CONCURRENCY", 8, minimum=1)
 FORGE_WORKDIR = Path(env_str("FORGE_WORKDIR") or DATA_DIR / "work")
+# Where shell steps run (FORGE_SHELL_SANDBOX, FORGE_SHELL_UID, FORGE_SHELL_GID); each agent adds its network and limits.
+try:
+    FORGE_SHELL_SANDBOX = sandbox_from_environ()
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 # host:port pairs the http and openai agents may reach although they are (or resolve to) loopback, private,
 # link-local or other non-public addresses; everything public is reachable, everything else refused.
 try:
@@ -194,11 +199,6 @@ except ValueError as exc:
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-# Where shell steps run (FORGE_SHELL_SANDBOX, FORGE_SHELL_UID, FORGE_SHELL_GID); each agent adds its network and limits.
-try:
-    FORGE_SHELL_SANDBOX = sandbox_from_environ()
-except ValueError as exc:
-    raise ImproperlyConfigured(str(exc)) from None
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
