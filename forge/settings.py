@@ -183,9 +183,10 @@ FORGE_GOVERNANCE_REFRESH_S = env_float("FORGE_GOVERNANCE_REFRESH_S", 1.0, minimu
 FORGE_MAX_RESTARTS = env_int("FORGE_MAX_RESTARTS", 3, minimum=0)
 FORGE_RUNNER_CONCURRENCY = env_int("FORGE_RUNNER_CONCURRENCY", 8, minimum=1)
 FORGE_WORKDIR = Path(env_str("FORGE_WORKDIR") or DATA_DIR / "work")
-# Where shell steps run (FORGE_SHELL_SANDBOX, FORGE_SHELL_UID, FORGE_SHELL_GID); each agent adds its network and limits.
+# Where shell steps run (FORGE_SHELL_SANDBOX, FORGE_SHELL_UIDS); each agent adds its network and limits.
+_shell = {"FORGE_SHELL_SANDBOX": env_str("FORGE_SHELL_SANDBOX"), "FORGE_SHELL_UIDS": env_str("FORGE_SHELL_UIDS")}
 try:
-    FORGE_SHELL_SANDBOX = sandbox_from_environ()
+    FORGE_SHELL_SANDBOX = sandbox_from_environ({name: value for name, value in _shell.items() if value})
 except ValueError as exc:
     raise ImproperlyConfigured(str(exc)) from None
 # host:port pairs the http and openai agents may reach although they are (or resolve to) loopback, private,

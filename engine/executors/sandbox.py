@@ -7,20 +7,23 @@ network unless its agent says `network: true`, and limits on CPU time, memory, p
 
 The step never runs as root: a root worker has bubblewrap set up the mounts, then `setpriv` drops to an
 unprivileged uid (no capabilities, no new privileges) before the command starts, so the process limit applies
-(root is exempt from it). A worker that is not root runs bubblewrap in a user namespace of its own uid.
+(root is exempt from it). Each run has a uid of its own, picked from a range by its directory, so one run's
+processes never count against another's limit. A worker that is not root runs bubblewrap in a user namespace of
+its own uid.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import zlib
 import subprocess
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-NOBODY = 65534
+UIDS = range(200_000, 265_536)  # unprivileged ids no account uses, one per run
 # (name in the config, default, smallest, largest)
 LIMITS = {
     "cpu_seconds": (3600, 1, 86_400),
@@ -62,8 +65,7 @@ class Sandbox:
     enabled: bool = True
     network: bool = False
     limits: Mapping[str, int] = field(default_factory=lambda: {name: spec[0] for name, spec in LIMITS.items()})
-    uid: int = NOBODY  # whom a root worker's steps run as
-    gid: int = NOBODY
+    uids: range = UIDS  # whom a root worker's steps run as: a run's own uid (and gid) from this range
 
     def for_agent(self, config: Mapping) -> Sandbox:
         """This sandbox with a shell agent's `network` and `limits` (validated by limits_problems)."""
@@ -87,13 +89,18 @@ class Sandbox:
         Raises:
             OSError: the directory cannot be given to the step's user.
         """
-        if not self.drops_to_uid or os.stat(workdir).st_uid == self.uid:
+        uid = self.uid_of(workdir)
+        if not self.drops_to_uid or os.stat(workdir).st_uid == uid:
             return
         if any(os.scandir(workdir)):
             raise PermissionError(f"{workdir} already holds files of another user; shell steps run as uid "
-                                  f"{self.uid} in a new directory of their own")
-        os.chown(workdir, self.uid, self.gid)
+                                  f"{uid} in a new directory of their own")
+        os.chown(workdir, uid, uid)
         os.chmod(workdir, 0o700)
+
+    def uid_of(self, workdir: str) -> int:
+        """The run's own uid: the same for every step of the run (they share its directory)."""
+        return self.uids[zlib.crc32(os.path.realpath(workdir).encode()) % len(self.uids)]
 
     def argv(self, command: list[str], workdir: str) -> list[str]:
         """`command` wrapped in the limits and the sandbox (as is when disabled)."""
@@ -117,7 +124,8 @@ class Sandbox:
         mounts += ["--proc", "/proc", "--dev", "/dev",
                    "--perms", "1777", "--size", str(self.limits["tmp_mb"] * mb), "--tmpfs", "/tmp",
                    "--bind", workdir, workdir, "--remount-ro", "/", "--chdir", workdir]
-        drop = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--inh-caps=-all",
+        uid = self.uid_of(workdir)
+        drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
                 "--bounding-set=-all", "--no-new-privs", "--"] if self.drops_to_uid else []
         return [*limits, "bwrap", *spaces, "--die-with-parent", "--new-session", "--hostname", "forge-step",
                 *mounts, "--", *drop, *command]
@@ -150,7 +158,7 @@ _LOCK = threading.Lock()
 
 
 def sandbox_from_environ(environ: Mapping[str, str] | None = None, *, network: bool = False) -> Sandbox:
-    """The local runner's sandbox: on unless FORGE_SHELL_SANDBOX=off; FORGE_SHELL_UID/GID for a root user.
+    """The local runner's sandbox: on unless FORGE_SHELL_SANDBOX=off; FORGE_SHELL_UIDS (FIRST-LAST) for a root user.
 
     Raises:
         ValueError: a variable holds something else than it may.
@@ -159,10 +167,9 @@ def sandbox_from_environ(environ: Mapping[str, str] | None = None, *, network: b
     switch = environ.get("FORGE_SHELL_SANDBOX", "on").strip().lower()
     if switch not in ("on", "off"):
         raise ValueError(f"FORGE_SHELL_SANDBOX must be on or off, not {switch[:20]!r}")
-    ids = {}
-    for name in ("FORGE_SHELL_UID", "FORGE_SHELL_GID"):
-        raw = environ.get(name, str(NOBODY)).strip()
-        if not (raw.isascii() and raw.isdigit() and 0 < int(raw[:10]) < 2**31):
-            raise ValueError(f"{name} must be a user or group id above 0")
-        ids[name] = int(raw)
-    return Sandbox(enabled=switch == "on", network=network, uid=ids["FORGE_SHELL_UID"], gid=ids["FORGE_SHELL_GID"])
+    raw = environ.get("FORGE_SHELL_UIDS", f"{UIDS.start}-{UIDS.stop - 1}").strip()
+    first, _, last = raw.partition("-")
+    if not all(part.isascii() and part.isdigit() and len(part) <= 10 for part in (first, last)) \
+            or not 1000 <= int(first) <= int(last) < 2**31 - 1:
+        raise ValueError("FORGE_SHELL_UIDS must be FIRST-LAST, unprivileged user ids (1000 or more) no account uses")
+    return Sandbox(enabled=switch == "on", network=network, uids=range(int(first), int(last) + 1))

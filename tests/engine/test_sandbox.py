@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from engine.executors.sandbox import Sandbox, limits_problems, sandbox_from_envi
 from engine.runner import LocalRunner
 from engine.validation import load_workflow
 from tests.attacks import attacks, lay_out
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 ATTACKS = list(attacks(Path("/x"), 1))
@@ -113,9 +115,41 @@ def test_the_switch_is_read_from_the_environment(environ, enabled):
     assert sandbox_from_environ(environ).enabled is enabled
 
 
-@pytest.mark.parametrize("environ", [{"FORGE_SHELL_SANDBOX": "no"}, {"FORGE_SHELL_UID": "0"},
-                                     {"FORGE_SHELL_UID": "-1"}, {"FORGE_SHELL_GID": "²"},
-                                     {"FORGE_SHELL_UID": "9" * 5000}, {"FORGE_SHELL_UID": "nobody"}])
+@pytest.mark.parametrize("raw, uids", [("", range(200_000, 265_536)), ("5000-5000", range(5000, 5001)),
+                                       (" 1000-2147483646 ", range(1000, 2**31 - 1))])
+def test_the_runs_user_ids_are_read_from_the_environment(raw, uids):
+    environ = {"FORGE_SHELL_UIDS": raw} if raw else {}
+    assert sandbox_from_environ(environ).uids == uids
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a root worker runs steps as a run's own user")
+def test_each_run_has_a_user_of_its_own_so_one_runs_fork_bomb_leaves_another_room(tmp_path):
+    """A run that holds all the processes its limit allows does not stop another run's step from starting."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    few = Sandbox().for_agent({"limits": {"processes": 16}})
+    assert few.uid_of(str(tmp_path / "a")) != few.uid_of(str(tmp_path / "b"))
+    hog = ("python3 -c 'import os,time\nkids=0\ntry:\n  while kids<40:\n    if os.fork()==0:\n"
+           "      while not os.path.exists(\"go\"): time.sleep(0.05)\n      os._exit(0)\n    kids+=1\n"
+           "except OSError: pass\nopen(\"held\",\"w\").close()\n"
+           "while not os.path.exists(\"go\"): time.sleep(0.05)'")
+    done = []
+    hogging = threading.Thread(target=lambda: done.append(run_step(hog, tmp_path / "a", few)))
+    hogging.start()
+    try:
+        assert wait_until(lambda: (tmp_path / "a" / "held").exists() or done), "the hog never filled its limit"
+        other = run_step("echo '{\"ok\": true}'", tmp_path / "b", few)
+        assert other.status == "completed", other.error
+    finally:
+        (tmp_path / "a" / "go").touch()
+        hogging.join(timeout=120)
+    assert done and done[0].status == "completed"
+
+
+@pytest.mark.parametrize("environ", [{"FORGE_SHELL_SANDBOX": "no"}, {"FORGE_SHELL_UIDS": "0-100"},
+                                     {"FORGE_SHELL_UIDS": "-1"}, {"FORGE_SHELL_UIDS": "²-³"},
+                                     {"FORGE_SHELL_UIDS": "9" * 5000}, {"FORGE_SHELL_UIDS": "nobody"},
+                                     {"FORGE_SHELL_UIDS": "300000-200000"}, {"FORGE_SHELL_UIDS": "200000"}])
 def test_a_bad_switch_or_id_is_refused(environ):
     with pytest.raises(ValueError):
         sandbox_from_environ(environ)
