@@ -184,6 +184,9 @@ FORGE_MAX_RESTARTS = env_int("FORGE_MAX_RESTARTS", 3, minimum=0)
 FORGE_RUNNER_CONCURRENCY = env_int("FORGE_RUNNER_CONCURRENCY", 8, minimum=1)
 FORGE_WORKDIR = Path(env_str("FORGE_WORKDIR") or DATA_DIR / "work")
 # Where shell steps run (FORGE_SHELL_SANDBOX, FORGE_SHELL_UIDS); each agent adds its network and limits.
+# Shell agents whose steps may use the worker's network (`network: true` in their config): the operator's grant,
+# since such a step reaches what the worker reaches; an Admin cannot give it in the admin.
+FORGE_SHELL_NETWORK_AGENTS = frozenset(env_list("FORGE_SHELL_NETWORK_AGENTS"))
 _shell = {"FORGE_SHELL_SANDBOX": env_str("FORGE_SHELL_SANDBOX"), "FORGE_SHELL_UIDS": env_str("FORGE_SHELL_UIDS")}
 try:
     FORGE_SHELL_SANDBOX = sandbox_from_environ({name: value for name, value in _shell.items() if value})

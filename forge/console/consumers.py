@@ -248,7 +248,7 @@ async def _answer(consumer, text_data) -> None:
     """The one message a client may send is a ping (to learn that a silent socket still works)."""
     try:
         message = json.loads(text_data) if text_data is not None else None
-    except ValueError:
+    except (ValueError, RecursionError):  # a message nested past the parser's depth is as bad as garbage
         message = None
     if isinstance(message, dict) and message.get("type") == "ping":
         await consumer.send(text_data=json.dumps({"type": "pong"}))

@@ -7,6 +7,7 @@ import hmac
 import math
 import secrets
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
@@ -129,8 +130,21 @@ class Agent(models.Model):
             raise ValidationError({"config": "the configuration must be a JSON object"})
         problems = literal_secret_problems(self.config)
         problems += [problem for check in CONFIG_CHECKS.get(self.provider, ()) for problem in check(self.config)]
+        if problem := shell_network_problem(self):
+            problems.append(problem)
         if problems:  # a shell agent's bad secret_env name is found by both: said once
             raise ValidationError({"config": list(dict.fromkeys(problems))})
+
+
+def shell_network_problem(agent) -> str | None:
+    """Why a shell agent may not have `network: true`: its steps would reach what the worker reaches (127.0.0.1's
+    PostgreSQL, Redis...), so only the server's operator grants it, by name, in FORGE_SHELL_NETWORK_AGENTS."""
+    if agent.provider != "shell" or (agent.config or {}).get("network") is not True \
+            or agent.name in settings.FORGE_SHELL_NETWORK_AGENTS:
+        return None
+    return (f"network: agent {agent.name!r} may not have the network: its steps would reach everything the worker "
+            f"reaches, local databases included; the server's operator allows it by listing the agent in "
+            f"FORGE_SHELL_NETWORK_AGENTS")
 
 
 class BudgetEnvelope(models.Model):

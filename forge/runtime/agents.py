@@ -15,7 +15,7 @@ from engine.executors.openai import OpenAIExecutor
 from engine.executors.python_call import PythonExecutor, load_callables
 from engine.executors.shell import agent_environment
 from engine.secrets import SECRET_PREFIX, read_secret
-from forge.governance.models import model_price, spend_bounds
+from forge.governance.models import model_price, shell_network_problem, spend_bounds
 
 # Where an openai agent's key comes from when its config names no api_key_env: under the agents' prefix like
 # every secret an agent reads, so OPENAI_API_KEY set for other software on the machine is never sent.
@@ -51,6 +51,8 @@ def executor_for(agent, watch=None):
     if provider == "mock":
         return MockExecutor()
     if provider == "shell":
+        if problem := shell_network_problem(agent):  # a row saved before the rule, or without validation
+            raise AgentMisconfigured(problem)
         try:
             return ShellExecutor(env=agent_environment(config), sandbox=settings.FORGE_SHELL_SANDBOX.for_agent(config),
                                  watch=watch)

@@ -131,7 +131,7 @@ async def test_bad_messages_get_an_error_and_the_socket_stays_usable(run, approv
     ids = await sync_to_async(event_ids)(run)
     communicator, _ = await connect(run.pk, headers=await sync_to_async(login)(approver))
     await received_ids(communicator, ids[-1])
-    for bad in ("not json", '{"type": "drop tables"}', "[1, 2]"):
+    for bad in ("not json", '{"type": "drop tables"}', "[1, 2]", "[" * 100_000):
         await communicator.send_to(text_data=bad)
         assert (await communicator.receive_json_from(timeout=30))["type"] == "error"
     await communicator.send_to(bytes_data=b"\x00\x01")

@@ -24,7 +24,8 @@ def test_bad_sandbox_settings_are_refused_on_save(db, config):
     assert "config" in refused.value.message_dict
 
 
-def test_a_shell_agents_network_and_limits_reach_its_executor(db):
+def test_a_shell_agents_network_and_limits_reach_its_executor(db, settings):
+    settings.FORGE_SHELL_NETWORK_AGENTS = frozenset({"boxed"})
     agent = Agent(name="boxed", provider="shell", config={"network": True, "limits": {"processes": 32}})
     agent.full_clean()
     sandbox = executor_for(agent).sandbox
