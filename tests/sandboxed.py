@@ -14,24 +14,8 @@ def marker() -> str:
     return f"{3000 + secrets.randbelow(600)}.{secrets.randbelow(10**6):06d}"
 
 
-def pids_sleeping(marker: str) -> list[int]:
-    """The live (not zombie) processes whose command line holds `marker`."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-            state = (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in argv and state != "Z":
-            found.append(int(proc.name))
-    return found
-
-
-def pids_mentioning(marker: str) -> list[int]:
-    """The live (not zombie) processes whose command line contains `marker` anywhere (a step's `sh -c` text)."""
+def _live(matches) -> list[int]:
+    """The live (not zombie) processes, other than this one, whose command line `matches`."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
@@ -41,9 +25,19 @@ def pids_mentioning(marker: str) -> list[int]:
             state = (proc / "stat").read_text().rsplit(")", 1)[-1].split()[0]
         except OSError:
             continue
-        if marker.encode() in cmdline and state != "Z":
+        if matches(cmdline) and state != "Z":
             found.append(int(proc.name))
     return found
+
+
+def pids_sleeping(marker: str) -> list[int]:
+    """The processes with `marker` as one of their arguments (`sleep MARKER`)."""
+    return _live(lambda cmdline: marker.encode() in cmdline.split(b"\0"))
+
+
+def pids_mentioning(marker: str) -> list[int]:
+    """The processes whose command line contains `marker` anywhere (a step's `sh -c` text)."""
+    return _live(lambda cmdline: marker.encode() in cmdline)
 
 
 def kill_all(pids: list[int]) -> None:
