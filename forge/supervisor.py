@@ -30,8 +30,14 @@ def say(text: str) -> None:
 def serving(port: str) -> dict[str, list[str]]:
     """bin/serve's children, by the name the log gives them."""
     return {"the cluster (qcluster)": [sys.executable, str(ROOT / "manage.py"), "qcluster"],
-            "the web server (daphne)": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", port,
-                                        "forge.asgi:application"]}
+            "the web server (daphne)": web_server(port)}
+
+
+def web_server(port: str) -> list[str]:
+    """daphne on 127.0.0.1:`port`. A websocket's handshake may wait 30 s for its accept, not daphne's 5: a burst of
+    sockets opened together (a few hundred pages) queues behind the others' first reads rather than being dropped."""
+    return [sys.executable, "-m", "daphne", "--websocket_connect_timeout", "30", "-b", "127.0.0.1", "-p", port,
+            "forge.asgi:application"]
 
 
 def _noted(signum, frame) -> None:

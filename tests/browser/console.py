@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
-from tests.cluster.harness import PYTHON, ROOT, Deployment
+from tests.cluster.harness import Deployment
 
 PEOPLE = {"olive": ("Operators",), "april": ("Approvers",), "adam": ("Admins",), "otto": ()}
 PASSWORD = "pw-{}-console"
@@ -47,19 +45,7 @@ class Console:
         self.start_daphne()
 
     def start_daphne(self) -> None:
-        log = open(self.deployment.workdir / f"daphne-{time.monotonic_ns()}.log", "w")
-        self.daphne = subprocess.Popen([PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
-                                        "forge.asgi:application"], cwd=ROOT, env=self.deployment.env, stdout=log,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
-        self.deployment.processes.append(self.daphne)
-        self.deployment.until(self._answers, timeout=120, what="daphne answers")
-
-    def _answers(self) -> bool:
-        try:
-            with urllib.request.urlopen(self.url + "/login/", timeout=5) as response:
-                return response.status == 200
-        except OSError:
-            return False
+        self.daphne = self.deployment.start_daphne(self.port)
 
     def restart_daphne(self) -> None:
         self.deployment.kill(self.daphne)

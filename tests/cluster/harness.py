@@ -25,9 +25,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
+
+from forge.supervisor import web_server
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -99,6 +103,15 @@ class Deployment:
         process = subprocess.Popen([PYTHON, str(ROOT / "manage.py"), "qcluster"], cwd=ROOT, env=self.env,
                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.processes.append(process)
+        return process
+
+    def start_daphne(self, port: int) -> subprocess.Popen:
+        """The web server on 127.0.0.1:`port` as bin/serve starts it, once it answers."""
+        log = open(self.workdir / f"daphne-{time.monotonic_ns()}.log", "w")
+        process = subprocess.Popen(web_server(str(port)), cwd=ROOT, env=self.env, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+        self.processes.append(process)
+        self.until(lambda: _answers(f"http://127.0.0.1:{port}/login/"), timeout=120, what="daphne answers")
         return process
 
     @staticmethod
@@ -186,7 +199,8 @@ class Deployment:
         return value
 
     def logs(self) -> str:
-        return "\n".join(path.read_text()[-3000:] for path in sorted(self.workdir.glob("qcluster-*.log")))
+        paths = sorted(self.workdir.glob("qcluster-*.log")) + sorted(self.workdir.glob("daphne-*.log"))
+        return "\n".join(path.read_text()[-3000:] for path in paths)
 
 
 @contextlib.contextmanager
@@ -213,6 +227,17 @@ def queued_python_agent(deployment: Deployment) -> None:
     deployment.query("from forge.governance.models import Agent\n"
                      "Agent.objects.update_or_create(name='worker', defaults={'provider': 'python', "
                      "'config': {'inline': False}})\nresult = True")
+
+
+def _answers(url: str) -> bool:
+    """Whether a web server answers `url` at all (any status: a page may need files only collectstatic makes)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
 
 
 def _utc(value):
