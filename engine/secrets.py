@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import unquote_plus
 
 SECRET_PREFIX = "FORGE_AGENT_SECRET_"
 _NAME = re.compile(r"FORGE_AGENT_SECRET_[A-Z0-9_]{1,100}")
@@ -45,21 +45,39 @@ def read_secret(name: str, environ: Mapping[str, str] | None = None) -> str | No
     return (os.environ if environ is None else environ).get(name)
 
 
-# What a configuration key that holds a credential is called: matched in the key lower-cased with its separators
-# removed, so x-api-key, OPENAI_API_KEY, clientSecret and refresh_token all match.
-CREDENTIAL_WORDS = ("apikey", "secret", "password", "passwd", "token", "authorization", "bearer", "credential")
+# What a configuration key that holds a credential is called. Contained in the key lower-cased with its separators
+# removed, so x-api-key, OPENAI_API_KEY, clientSecret, PGPASSWORD and refresh_token all match ...
+CREDENTIAL_WORDS = ("apikey", "secret", "password", "passwd", "passphrase", "token", "authorization", "bearer",
+                    "credential", "cookie", "session", "signature", "privatekey", "accesskey", "signingkey")
+# ... or one of its words (split at separators and camel case), so private_key, x-key, X-Auth, sig and sentry_dsn
+# match while keywords and monkey do not ...
+CREDENTIAL_PARTS = ("key", "keys", "auth", "sig", "dsn", "pwd", "pass")
+# ... or the end of one of its words: PGPASS, DBPWD.
+CREDENTIAL_ENDINGS = ("pass", "pwd")
+# Maps whose every value is a literal that may be a secret (a shell agent's environment, request headers): shown
+# redacted whatever their keys are called.
+LITERAL_MAPS = ("env", "environment", "headers")
 REDACTED = "[redacted]"
 HOW_TO_GIVE_A_SECRET = (f"put the secret in a {SECRET_PREFIX}<NAME> environment variable of the workers and name "
                         f"that variable under a key ending in _env (token_env, api_key_env; a shell agent lists it "
                         f"in secret_env and its steps read ${SECRET_PREFIX}<NAME>)")
 MAX_DEPTH = 32
 _SEPARATORS = re.compile(r"[^a-z0-9]")
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# A URL anywhere in a text, in parts: scheme://authority path ?query #fragment. The scheme is bounded so that a
+# long run of letters is not rescanned from every position.
+_URL = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]{0,31}://)(?P<authority>[^\s/?#]*)(?P<path>[^\s?#]*)"
+                  r"(?P<query>\?[^\s#]*)?(?P<fragment>#\S*)?", re.IGNORECASE)
+_IGNORED_IN_URLS = {ord("\t"): None, ord("\n"): None, ord("\r"): None}  # dropped by URL parsers, as WHATWG says
 
 
 def names_credential(key: str) -> bool:
-    """Whether a configuration key reads as the name of a credential (api_key, x-api-key, refresh_token, ...)."""
+    """Whether a configuration key reads as the name of a credential (api_key, x-api-key, PRIVATE_KEY, PGPASS, ...)."""
     squashed = _SEPARATORS.sub("", key.lower())
-    return any(word in squashed for word in CREDENTIAL_WORDS)
+    if any(word in squashed for word in CREDENTIAL_WORDS):
+        return True
+    words = [word.lower() for word in _WORDS.findall(key)]
+    return any(word in CREDENTIAL_PARTS or word.endswith(CREDENTIAL_ENDINGS) for word in words)
 
 
 def literal_secret_problems(config: object) -> list[str]:
@@ -67,8 +85,8 @@ def literal_secret_problems(config: object) -> list[str]:
 
     A key that names a credential (see CREDENTIAL_WORDS) may hold a number, a boolean or null (max_tokens: 100),
     never text, at any depth and in everything beneath it; one that also ends in `_env` holds the name of the
-    FORGE_AGENT_SECRET_* variable with the secret (or a list of such names). An http(s) URL may not carry a
-    password or a credential-named query parameter.
+    FORGE_AGENT_SECRET_* variable with the secret (or a list of such names). A URL of any scheme, anywhere in a
+    text, may not carry a password, nor a query parameter or fragment named like a credential.
 
     Returns:
         One message per place, e.g. "env.OPENAI_API_KEY: ...", empty when there is none.
@@ -81,10 +99,31 @@ def literal_secret_paths(config: object) -> list[str]:
     return [path for path, _ in _scan(config, "", None, 0)[1]]
 
 
-def redact_literal_secrets(value: object) -> object:
-    """`value` (a configuration, or an audit event's detail holding one) with each value literal_secret_problems
-    refuses replaced by REDACTED: what is shown of rows written before the rule."""
-    return _scan(value, "", None, 0)[0]
+def redact_secrets(value: object) -> object:
+    """`value` (a configuration, or an audit event's detail holding one) as it is shown: each value
+    literal_secret_problems refuses, every value of an `env` or `headers` map, and every URL's userinfo, query
+    and fragment replaced by REDACTED. Shown by what is known to be harmless, not only by what the rule refuses:
+    an environment value or a query may be a secret under any name."""
+    return _shown(_scan(value, "", None, 0)[0], hidden=False)
+
+
+def _shown(value: object, hidden: bool) -> object:
+    """`value` with its literal maps' values and its URLs' credentials redacted; _scan has bounded its depth."""
+    if isinstance(value, Mapping):
+        return {key: _shown(item, hidden or str(key).lower() in LITERAL_MAPS) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shown(item, hidden) for item in value]
+    if hidden and value is not None and value != "":
+        return REDACTED
+    return _URL.sub(_redacted_url, value) if isinstance(value, str) else value
+
+
+def _redacted_url(url: re.Match) -> str:
+    authority = url["authority"]
+    if "@" in authority:
+        authority = f"{REDACTED}@{authority.rpartition('@')[2]}"
+    return (url["scheme"] + authority + url["path"] + (f"?{REDACTED}" if url["query"] else "")
+            + (f"#{REDACTED}" if url["fragment"] else ""))
 
 
 Found = list[tuple[str, str]]  # (path, reason)
@@ -134,17 +173,14 @@ def _scan_names(value: object, path: str, depth: int) -> tuple[object, Found]:
 
 
 def _url_secret(text: str) -> str | None:
-    """Why an http(s) URL carries a credential: a password, or a query parameter named like one."""
-    if not text[:8].lower().startswith(("http://", "https://")):
-        return None
-    try:
-        parts = urlsplit(text)
-        password = parts.password
-    except ValueError:
-        return None  # not a URL after all; the provider's own checks speak of it
-    if password:
-        return "a URL with a password in it is refused"
-    for name, item in parse_qsl(parts.query, keep_blank_values=True):
-        if item and names_credential(name):
-            return f"a URL whose query parameter {name[:60]!r} reads as a credential is refused"
+    """Why a URL in `text` carries a credential: a password, or a query parameter or fragment named like one."""
+    for url in _URL.finditer(text.translate(_IGNORED_IN_URLS)):
+        userinfo, at, _ = url["authority"].rpartition("@")
+        if at and userinfo.partition(":")[2]:
+            return "a URL with a password in it is refused"
+        for part in (url["query"], url["fragment"]):
+            for pair in re.split(r"[&;]", (part or "")[1:]):
+                name, equals, item = pair.partition("=")
+                if equals and item and names_credential(unquote_plus(name)):
+                    return f"a URL whose parameter {unquote_plus(name)[:60]!r} reads as a credential is refused"
     return None

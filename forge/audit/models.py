@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from engine.secrets import redact_literal_secrets
+from engine.secrets import redact_secrets
 from forge.write_once import WriteOnceQuerySet
 
 
@@ -46,9 +46,10 @@ class AuditEvent(models.Model):
 
     @property
     def shown_detail(self) -> dict:
-        """The detail as every page, export and API shows it: a literal secret (a configuration saved before
-        they were refused, copied here by its audit event) redacted, as rows are never rewritten."""
-        return redact_literal_secrets(self.detail)
+        """The detail as every page, export and API shows it: what may be a secret (a literal one a configuration
+        saved before they were refused copied here, an environment or header value, a URL's userinfo, query or
+        fragment) redacted, as rows are never rewritten."""
+        return redact_secrets(self.detail)
 
     def save(self, *args, **kwargs):
         if self.pk is not None and not kwargs.get("force_insert"):

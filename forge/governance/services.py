@@ -17,7 +17,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models, transaction
 from django.db.models import ProtectedError
 
-from engine.secrets import redact_literal_secrets
+from engine.secrets import redact_secrets
 from forge.audit.services import audit
 from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy
 from forge.workflows.models import StepLibraryEntry
@@ -43,8 +43,7 @@ def _require(user, action: str, instance: models.Model) -> None:
 
 def _fields(instance: models.Model) -> dict[str, Any]:
     """What a person edits of the row, as JSON. Fields no form edits (a gateway's token hash, timestamps
-    kept by Django) are left out, and a literal secret a row saved before the rule still holds is redacted,
-    so no hash or secret reaches the audit trail."""
+    kept by Django) are left out, so no hash reaches the audit trail; _shown redacts what may be a secret."""
     values = {}
     for field in instance._meta.concrete_fields:
         if field.primary_key or not field.editable:
@@ -54,7 +53,13 @@ def _fields(instance: models.Model) -> dict[str, Any]:
             values[field.name] = str(related) if related is not None else None
         else:
             values[field.name] = field.value_from_object(instance)
-    return redact_literal_secrets(json.loads(json.dumps(values, cls=DjangoJSONEncoder)))
+    return json.loads(json.dumps(values, cls=DjangoJSONEncoder))
+
+
+def _shown(fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` as the audit trail holds them: what may be a secret (an environment value, a URL's query) redacted
+    as every reader of the trail shows it."""
+    return redact_secrets(fields)
 
 
 def _target(noun: str, instance: models.Model) -> str:
@@ -76,9 +81,10 @@ def config_save(*, user, instance: models.Model) -> models.Model:
         if adding:
             instance.save()
             audit(f"forge.{noun}.created", user=user, target=_target(noun, instance),
-                  detail={"after": _fields(instance)})
+                  detail={"after": _shown(_fields(instance))})
             return instance
         # The stored row, locked, is what the change is measured from: the form already holds the new values.
+        # Measured unredacted: a change of an environment value alone is audited, though shown redacted.
         stored = type(instance).objects.select_for_update().filter(pk=instance.pk).first()
         if stored is None:
             raise ValidationError(f"{_target(noun, instance)} was deleted meanwhile; nothing was saved")
@@ -87,8 +93,8 @@ def config_save(*, user, instance: models.Model) -> models.Model:
         changed = sorted(name for name in after if before.get(name) != after[name])
         if changed:  # saving a form unchanged changes nothing to audit
             audit(f"forge.{noun}.changed", user=user, target=_target(noun, instance),
-                  detail={"before": {name: before.get(name) for name in changed},
-                          "after": {name: after[name] for name in changed}})
+                  detail={"before": _shown({name: before.get(name) for name in changed}),
+                          "after": _shown({name: after[name] for name in changed})})
     return instance
 
 
@@ -108,7 +114,7 @@ def config_delete(*, user, instance: models.Model) -> None:
         except ProtectedError as exc:
             users = ", ".join(sorted(str(row) for row in exc.protected_objects))
             raise ValidationError(f"{target} is still used by {users}; change those first") from None
-        audit(f"forge.{noun}.deleted", user=user, target=target, detail={"before": before})
+        audit(f"forge.{noun}.deleted", user=user, target=target, detail={"before": _shown(before)})
 
 
 def gateway_token_issue(*, user, gateway: Gateway) -> str:

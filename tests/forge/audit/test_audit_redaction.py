@@ -30,9 +30,25 @@ def test_the_audit_page_shows_an_old_rows_secret_redacted_and_the_rest_as_writte
 
     assert "forge.agent.created" in html
     assert SECRET not in html
-    assert html.count("[redacted]") == 2
-    assert "&#x27;MODE&#x27;: &#x27;fast&#x27;" in html and "&#x27;max_tokens&#x27;: 100" in html
+    assert html.count("[redacted]") == 3  # every value of the env and headers maps
+    assert "&#x27;MODE&#x27;: &#x27;[redacted]&#x27;" in html and "&#x27;max_tokens&#x27;: 100" in html
     assert "FORGE_AGENT_SECRET_DEPLOY" in html
+
+
+def test_an_old_rows_environment_values_and_url_credentials_are_shown_redacted_whatever_their_names(client, operator):
+    """Values no key name gives away: a shell agent's environment, a URL's password, query and fragment."""
+    AuditEvent.objects.create(code="forge.agent.changed", actor="adam", target="agent:legacy", detail={
+        "after": {"config": {"env": {"OPENAI_KEY": "sk-live-abc123",
+                                     "DATABASE_URL": "postgres://forge:hunter2@db/forge"},
+                             "url": "https://hooks.example/in?code=c0de-1#frag-2", "mode": "fast"}}})
+    client.force_login(operator)
+
+    html = client.get(reverse("console:audit")).content.decode()
+
+    assert "forge.agent.changed" in html and "&#x27;mode&#x27;: &#x27;fast&#x27;" in html
+    assert "https://hooks.example/in?[redacted]#[redacted]" in html
+    for secret in ("sk-live-abc123", "hunter2", "c0de-1", "frag-2"):
+        assert secret not in html
 
 
 def test_the_admin_shows_it_redacted_and_searching_the_secret_finds_nothing(client, django_user_model, old_event):

@@ -8,6 +8,7 @@ import json
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.urls import reverse
 
 from forge.audit.models import AuditEvent
 from forge.governance import services
@@ -31,6 +32,12 @@ REFUSED = [
     ("openai", {"model": "gpt-4o-mini", "max_tokens": "100"}, "max_tokens"),
     ("http", {"url": f"https://bot:{SECRET}@gateway.example/steps"}, "url"),
     ("http", {"token_env": SECRET}, "token_env"),
+    ("shell", {"env": {"PGPASS": SECRET}}, "env.PGPASS"),
+    ("shell", {"env": {"PRIVATE_KEY": SECRET}}, "env.PRIVATE_KEY"),
+    ("shell", {"env": {"DATABASE_URL": f"postgres://forge:{SECRET}@db/forge"}}, "env.DATABASE_URL"),
+    ("shell", {"env": {"CACHE": f" redis://:{SECRET}@cache:6379/0 "}}, "env.CACHE"),
+    ("http", {"url": f"https://gateway.example/steps?sig={SECRET}"}, "url"),
+    ("http", {"headers": {"Cookie": f"sid={SECRET}"}}, "headers.Cookie"),
 ]
 KEPT = [
     ("openai", {"model": "gpt-4o-mini", "max_tokens": 100, "price_per_million": [0.15, 0.6],
@@ -95,7 +102,36 @@ def test_numbers_booleans_and_secret_names_are_saved_and_audited_as_written(clie
 
     assert response.status_code == 302, response.context["adminform"].form.errors
     assert Agent.objects.get(name="keyed").config == config
-    assert AuditEvent.objects.get(code="forge.agent.created").detail["after"]["config"] == config
+    audited = AuditEvent.objects.get(code="forge.agent.created").detail["after"]["config"]
+    # an environment's and headers' values are literals any of which may be a secret: audited redacted
+    assert audited == {key: ({name: "[redacted]" for name in value} if key in ("env", "headers") else value)
+                       for key, value in config.items()}
+
+
+def test_a_new_agents_environment_values_and_url_query_are_audited_redacted_and_shown_so(client, admin, operator):
+    config = {"env": {"STRIPE": "sk-live-abc123", "MODE": "fast"},
+              "base_url": "https://api.example/v1?tenant=acme-internal"}
+    services.config_save(user=admin, instance=Agent(name="keyed", provider="shell", config=config))
+
+    created = AuditEvent.objects.get(code="forge.agent.created")
+    assert created.detail["after"]["config"] == {"env": {"STRIPE": "[redacted]", "MODE": "[redacted]"},
+                                                 "base_url": "https://api.example/v1?[redacted]"}
+    assert Agent.objects.get(name="keyed").config == config
+    client.force_login(operator)
+    html = client.get(reverse("console:audit")).content.decode()
+    assert "forge.agent.created" in html and "sk-live-abc123" not in html and "acme-internal" not in html
+
+
+def test_changing_only_an_environment_value_is_audited_though_both_sides_show_redacted(admin):
+    agent = services.config_save(user=admin, instance=Agent(name="keyed", provider="shell",
+                                                            config={"env": {"MODE": "fast"}}))
+    agent.config = {"env": {"MODE": "slow"}}
+
+    services.config_save(user=admin, instance=agent)
+
+    changed = AuditEvent.objects.get(code="forge.agent.changed")
+    assert changed.detail == {"before": {"config": {"env": {"MODE": "[redacted]"}}},
+                              "after": {"config": {"env": {"MODE": "[redacted]"}}}}
 
 
 @pytest.mark.parametrize(("field", "value"), [("url", f"https://bot:{SECRET}@gateway.example/dispatch"),
@@ -148,7 +184,7 @@ def test_an_old_row_must_lose_its_secret_to_change_and_the_change_is_audited_red
 
     changed = AuditEvent.objects.get(code="forge.agent.changed")
     assert SECRET not in json.dumps(changed.detail)
-    assert changed.detail["before"]["config"] == {"env": {"OPENAI_API_KEY": "[redacted]", "MODE": "fast"},
+    assert changed.detail["before"]["config"] == {"env": {"OPENAI_API_KEY": "[redacted]", "MODE": "[redacted]"},
                                                   "api_key": "[redacted]"}
 
 
