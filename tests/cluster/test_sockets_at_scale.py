@@ -1,5 +1,6 @@
 """Five hundred sockets opened together against a real daphne on PostgreSQL + Redis: every one joins its run's
-group (none falls back to polling), and each receives every event of its run, in order, once, and no other."""
+group (none falls back to polling), each receives every event of its run, in order, once, and no other, and all
+close within 5 s when their person is deactivated by another process."""
 
 from __future__ import annotations
 
@@ -60,9 +61,10 @@ async def until(condition, *, timeout: float, what: str) -> None:
 
 
 def test_five_hundred_sockets_opened_together_all_join_and_each_gets_every_event_of_its_run(tmp_path):
-    # No poll within the test's time: every event after the replay can only come through the run's group.
+    # No poll and no session check within the test's time: every event after the replay can only come through
+    # the run's group, and a close for the session only through the person's group.
     with deployed("forge-sockets-", "postgres", FORGE_PYTHON_CALLABLES="forge.runs.callables.noop",
-                  FORGE_LIVE_POLL_S="600") as deployment:
+                  FORGE_LIVE_POLL_S="600", FORGE_LIVE_SESSION_CHECK_S="600") as deployment:
         # People without a password (hashing one costs seconds on a busy machine): sessions are made directly.
         prepared = deployment.query(
             "from django.contrib.auth.models import Group, User\nfrom django.test import Client\n"
@@ -129,6 +131,15 @@ def test_five_hundred_sockets_opened_together_all_join_and_each_gets_every_event
                 assert received(viewer) == expected[viewer.run]  # every event of its run, in order, once
                 assert viewer.closed is None
             assert (await asyncio.to_thread(status))["polling_only"] == 0
+
+            await asyncio.to_thread(deployment.query, (  # another process: its signal reaches daphne through Redis
+                "from django.contrib.auth.models import User\napril = User.objects.get(username='april')\n"
+                "april.is_active = False\napril.save()\nresult = True"))
+
+            async def closed():
+                return all(viewer.closed is not None for viewer in viewers)
+            await until(closed, timeout=5, what="every socket of the deactivated person closed")
+            assert {viewer.closed for viewer in viewers} == {4403}
 
         asyncio.run(scenario())
 
