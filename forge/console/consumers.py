@@ -66,7 +66,8 @@ class FollowsSession(AsyncWebsocketConsumer):
         """Accept the handshake at once, then keep the socket only for a session `refusal` has no code for.
 
         Nothing is read before the accept, so a burst of sockets is not held at its handshake (daphne drops one
-        not accepted within 5 s) while the database is busy with the others; who may watch is read in one go.
+        not accepted in time: forge/supervisor.py) while the database serves the others; who may watch is read
+        in one go.
         """
         await self.accept()
         code, self.ticket = await database_sync_to_async(_admit)(self.scope, refusal)
