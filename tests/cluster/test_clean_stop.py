@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import signal
 import socket
 import subprocess
@@ -16,22 +15,21 @@ import time
 import pytest
 
 from tests.cluster.harness import ROOT, deployed
-from tests.processes import kill_all, running
+from tests.sandboxed import kill_all, marker, pids_in_session, pids_mentioning
 
 pytestmark = pytest.mark.slow
 
 STOPPED_WITHIN_S = 10
 
 
-def new_marker() -> str:
-    """A number no other process has in its command line: what a step sleeps (sleep's own command line then
-    names it too), and a no-op at the start of its command (the sandbox starts a session of its own: the
-    marker finds its processes)."""
-    return f"3000.{secrets.randbelow(10**9):09d}"
+def shell_workflow(name: str, mark: str, command: str) -> str:
+    """One shell step, its command naming `mark` (a no-op first), so that the test finds its processes."""
+    return json.dumps({"name": name, "steps": [{"id": "sh", "agent": "shell", "command": f": {mark}; {command}"}]})
 
 
-def shell_workflow(name: str, marker: str, command: str) -> str:
-    return json.dumps({"name": name, "steps": [{"id": "sh", "agent": "shell", "command": f": {marker}; {command}"}]})
+def left(process: subprocess.Popen, mark: str) -> list[int]:
+    """What runs of a process started in a session of its own, and of the steps naming `mark`."""
+    return sorted({*pids_in_session(process.pid), *pids_mentioning(mark)})
 
 
 def start_run(deployment, path) -> int:
@@ -44,7 +42,7 @@ def workdir(deployment, run_id: int):
     return deployment.workdir / "work" / f"run-{run_id}"
 
 
-def stop_and_wait(process: subprocess.Popen, how: str, *, marker: str) -> None:
+def stop_and_wait(process: subprocess.Popen, how: str, mark: str) -> None:
     """Send the stop `how` names and wait until the process and everything of its session and of the step
     have ended, within STOPPED_WITHIN_S."""
     sent = time.monotonic()
@@ -56,10 +54,9 @@ def stop_and_wait(process: subprocess.Popen, how: str, *, marker: str) -> None:
     try:
         process.wait(timeout=deadline - time.monotonic())
     except subprocess.TimeoutExpired:
-        pytest.fail(f"still running {STOPPED_WITHIN_S} s after the signal: "
-                    f"{running(session=process.pid, marker=marker)}")
-    while left := running(session=process.pid, marker=marker):
-        assert time.monotonic() < deadline, f"left {STOPPED_WITHIN_S} s after the signal: {left}"
+        pytest.fail(f"still running {STOPPED_WITHIN_S} s after the signal, with {left(process, mark)}")
+    while pids := left(process, mark):
+        assert time.monotonic() < deadline, f"left {STOPPED_WITHIN_S} s after the signal: {pids}"
         time.sleep(0.05)
 
 
@@ -67,26 +64,27 @@ def stop_and_wait(process: subprocess.Popen, how: str, *, marker: str) -> None:
 
 def test_a_cluster_signalled_as_a_group_stops_hands_its_step_back_and_the_next_start_finishes_it(deployment,
                                                                                                 tmp_path):
-    marker = new_marker()
+    mark = marker()
     path = tmp_path / "held.yaml"
     # The step says it started, waits until the test opens its gate, and records that it got past it.
-    path.write_text(shell_workflow("held", marker, "touch started; while [ ! -e open ]; do sleep 0.1; done; "
-                                                   "echo ran >> ran"))
+    path.write_text(shell_workflow("held", mark, "touch started; while [ ! -e open ]; do sleep 0.1; done; "
+                                                 "echo ran >> ran"))
     cluster = deployment.start_cluster()
     try:
         run_id = start_run(deployment, path)
         here = workdir(deployment, run_id)
         deployment.until(lambda: (here / "started").exists(), timeout=120, what="the shell step started")
-        assert running(marker=marker)
+        assert pids_mentioning(mark)
 
-        stop_and_wait(cluster, "group", marker=marker)  # what systemd and `kill -- -PGID` send
+        stop_and_wait(cluster, "group", mark)  # what systemd and `kill -- -PGID` send
 
         (here / "open").touch()
         deployment.start_cluster()
         run = deployment.finished(run_id)
     finally:
         for process in deployment.processes:
-            kill_all(session=process.pid, marker=marker)
+            kill_all(left(process, mark))
+        print(deployment.logs())  # shown when the test fails
     assert (run["status"], run["restart_count"]) == ("completed", 0), run
     assert (here / "ran").read_text() == "ran\n"  # run again by the next start, once
 
@@ -110,7 +108,7 @@ def deployments():
             if backend not in made:
                 made[backend] = stack.enter_context(deployed("forge-serve-", backend, on_error=print))
                 made[backend].env["FORGE_PORT"] = str(free_port())
-                made[backend].marker = new_marker()
+                made[backend].marker = marker()
             return made[backend]
         yield deployment
 
@@ -134,20 +132,21 @@ def serve(deployment) -> subprocess.Popen:
 def test_bin_serve_stops_within_10_s_with_a_shell_step_running_and_leaves_no_process(deployments, backend, how,
                                                                                    tmp_path):
     served = deployments(backend)
-    marker = served.marker
+    mark = served.marker
     path = tmp_path / "sleepy.yaml"
-    path.write_text(shell_workflow("sleepy", marker, f"touch started; sleep {marker}"))
+    path.write_text(shell_workflow("sleepy", mark, f"touch started; sleep {mark}"))
     process = serve(served)
     try:
         run_id = start_run(served, path)
         served.until(lambda: (workdir(served, run_id) / "started").exists(), timeout=120,
                      what="the shell step started")
-        commands = " ".join(running(session=process.pid).values())
-        assert "qcluster" in commands and "daphne" in commands and running(marker=marker)
+        session = set(pids_in_session(process.pid))
+        assert session & set(pids_mentioning("qcluster")) and session & set(pids_mentioning("daphne"))
+        assert pids_mentioning(mark)
 
-        stop_and_wait(process, how, marker=marker)
+        stop_and_wait(process, how, mark)
     finally:
-        kill_all(session=process.pid, marker=marker)
-    log = (served.workdir / "serve.log").read_text()
-    assert process.returncode == 0, log
-    assert "forge: stopped" in log
+        kill_all(left(process, mark))
+        print((served.workdir / "serve.log").read_text()[-5000:])  # shown when the test fails
+    assert process.returncode == 0
+    assert "forge: stopped" in (served.workdir / "serve.log").read_text()

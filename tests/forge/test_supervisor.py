@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import kill_all, running
+from tests.sandboxed import kill_all, marker, pids_sleeping
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,16 +34,16 @@ def ready(process: subprocess.Popen, lines: int) -> None:
 
 
 @pytest.fixture
-def marker():
+def mark():
     """What the children sleep, so that the test finds them, and kills them whatever happens."""
-    marker = f"3000.{secrets.randbelow(10**9):09d}"
-    yield marker
-    kill_all(marker=marker)
+    mark = marker()
+    yield mark
+    kill_all(pids_sleeping(mark))
 
 
-def test_ctrl_c_reaches_only_the_supervisor_which_stops_every_child_with_sigterm(marker):
+def test_ctrl_c_reaches_only_the_supervisor_which_stops_every_child_with_sigterm(mark):
     # Each child says on stdout which signal reached it; one sent to the whole group would reach them first.
-    child = f"sleep {marker} & trap 'echo {{name}} got TERM; kill $!; exit' TERM; " \
+    child = f"sleep {mark} & trap 'echo {{name}} got TERM; kill $!; exit' TERM; " \
             f"trap 'echo {{name}} got INT; kill $!; exit' INT; echo up; wait"
     process = supervise({"one": child.format(name="one"), "two": child.format(name="two")})
     ready(process, 3)
@@ -55,14 +54,14 @@ def test_ctrl_c_reaches_only_the_supervisor_which_stops_every_child_with_sigterm
     assert process.returncode == 0, err
     assert sorted(out.split("\n")[:-1]) == ["one got TERM", "two got TERM"]
     assert err == "forge: stopping: SIGINT received\nforge: stopped\n"
-    assert wait_until(lambda: not running(marker=marker), 10)
+    assert wait_until(lambda: not pids_sleeping(mark), 10)
 
 
-def test_a_child_still_running_after_the_deadline_is_killed_with_its_process_group_and_the_log_says_so(marker):
+def test_a_child_still_running_after_the_deadline_is_killed_with_its_process_group_and_the_log_says_so(mark):
     # The second child ends on SIGTERM but leaves a process of its group behind, which ignores it.
-    process = supervise({"stubborn": f"trap '' TERM; sleep {marker} & echo up; wait",
-                         "leaving": f"(trap '' TERM; exec sleep {marker}) & echo up; wait",
-                         "willing": f"exec sleep {marker}"}, stop_s=1)
+    process = supervise({"stubborn": f"trap '' TERM; sleep {mark} & echo up; wait",
+                         "leaving": f"(trap '' TERM; exec sleep {mark}) & echo up; wait",
+                         "willing": f"exec sleep {mark}"}, stop_s=1)
     ready(process, 3)
     sent = time.monotonic()
 
@@ -75,21 +74,21 @@ def test_a_child_still_running_after_the_deadline_is_killed_with_its_process_gro
                    "forge: stubborn was still running 1 s after SIGTERM: killed its process group (SIGKILL)\n"
                    "forge: leaving was still running 1 s after SIGTERM: killed its process group (SIGKILL)\n"
                    "forge: stopped\n")
-    assert wait_until(lambda: not running(marker=marker), 10)  # the sleeps were in the groups
+    assert wait_until(lambda: not pids_sleeping(mark), 10)  # the sleeps were in the groups
 
 
-def test_a_child_that_exits_stops_the_others_and_the_supervisor_fails(marker):
-    process = supervise({"server": f"exec sleep {marker}", "cluster": "exit 3"})
+def test_a_child_that_exits_stops_the_others_and_the_supervisor_fails(mark):
+    process = supervise({"server": f"exec sleep {mark}", "cluster": "exit 3"})
 
     _, err = process.communicate(timeout=30)
 
     assert process.returncode == 1
     assert err == "forge: stopping: cluster exited with code 3\nforge: stopped\n"
-    assert wait_until(lambda: not running(marker=marker), 10)
+    assert wait_until(lambda: not pids_sleeping(mark), 10)
 
 
-def test_a_child_that_cannot_start_stops_the_others_and_the_supervisor_fails(marker, tmp_path):
-    commands = {"server": ["sleep", marker], "cluster": [str(tmp_path / "missing")]}
+def test_a_child_that_cannot_start_stops_the_others_and_the_supervisor_fails(mark, tmp_path):
+    commands = {"server": ["sleep", mark], "cluster": [str(tmp_path / "missing")]}
     program = f"import sys; from forge.supervisor import supervise\nsys.exit(supervise({commands!r}))"
 
     done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, timeout=30)
@@ -97,4 +96,4 @@ def test_a_child_that_cannot_start_stops_the_others_and_the_supervisor_fails(mar
     assert done.returncode == 1
     assert done.stderr.startswith("forge: stopping: cluster could not start: [Errno 2] No such file or directory")
     assert done.stderr.endswith("forge: stopped\n")
-    assert wait_until(lambda: not running(marker=marker), 10)
+    assert wait_until(lambda: not pids_sleeping(mark), 10)
