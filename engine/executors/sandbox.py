@@ -102,8 +102,9 @@ class Sandbox:
         """The run's own uid: the same for every step of the run (they share its directory)."""
         return self.uids[zlib.crc32(os.path.realpath(workdir).encode()) % len(self.uids)]
 
-    def argv(self, command: list[str], workdir: str) -> list[str]:
-        """`command` wrapped in the limits and the sandbox (as is when disabled)."""
+    def argv(self, command: list[str], workdir: str, *, as_run: bool = True) -> list[str]:
+        """`command` wrapped in the limits and the sandbox (as is when disabled); `as_run=False` keeps a root
+        worker's own user inside (the probe: the run's user may have no process left to spare)."""
         if not self.enabled:
             return command
         mb = 1024 * 1024
@@ -126,7 +127,7 @@ class Sandbox:
                    "--bind", workdir, workdir, "--remount-ro", "/", "--chdir", workdir]
         uid = self.uid_of(workdir)
         drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
-                "--bounding-set=-all", "--no-new-privs", "--"] if self.drops_to_uid else []
+                "--bounding-set=-all", "--no-new-privs", "--"] if self.drops_to_uid and as_run else []
         return [*limits, "bwrap", *spaces, "--die-with-parent", "--new-session", "--hostname", "forge-step",
                 *mounts, "--", *drop, *command]
 
@@ -141,8 +142,8 @@ class Sandbox:
             return (f"shell steps run in a sandbox, and {', '.join(missing)} is not installed (Debian: apt-get "
                     f"install bubblewrap util-linux)")
         try:
-            done = subprocess.run(self.argv(["true"], workdir), env={"PATH": SAFE_PATH}, capture_output=True,
-                                  stdin=subprocess.DEVNULL, timeout=30)
+            done = subprocess.run(self.argv(["true"], workdir, as_run=False), env={"PATH": SAFE_PATH},
+                                  capture_output=True, stdin=subprocess.DEVNULL, timeout=30)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"the shell sandbox cannot start: {exc}"
         if done.returncode != 0:

@@ -122,6 +122,12 @@ def test_the_runs_user_ids_are_read_from_the_environment(raw, uids):
     assert sandbox_from_environ(environ).uids == uids
 
 
+HOG = ("python3 -c 'import os,time\nkids=0\ntry:\n  while kids<40:\n    if os.fork()==0:\n"
+       "      while not os.path.exists(\"go\"): time.sleep(0.05)\n      os._exit(0)\n    kids+=1\n"
+       "except OSError: pass\nopen(\"held\",\"w\").close()\n"
+       "while not os.path.exists(\"go\"): time.sleep(0.05)'")
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="only a root worker runs steps as a run's own user")
 def test_each_run_has_a_user_of_its_own_so_one_runs_fork_bomb_leaves_another_room(tmp_path):
     """A run that holds all the processes its limit allows does not stop another run's step from starting."""
@@ -129,12 +135,8 @@ def test_each_run_has_a_user_of_its_own_so_one_runs_fork_bomb_leaves_another_roo
     (tmp_path / "b").mkdir()
     few = Sandbox().for_agent({"limits": {"processes": 16}})
     assert few.uid_of(str(tmp_path / "a")) != few.uid_of(str(tmp_path / "b"))
-    hog = ("python3 -c 'import os,time\nkids=0\ntry:\n  while kids<40:\n    if os.fork()==0:\n"
-           "      while not os.path.exists(\"go\"): time.sleep(0.05)\n      os._exit(0)\n    kids+=1\n"
-           "except OSError: pass\nopen(\"held\",\"w\").close()\n"
-           "while not os.path.exists(\"go\"): time.sleep(0.05)'")
     done = []
-    hogging = threading.Thread(target=lambda: done.append(run_step(hog, tmp_path / "a", few)))
+    hogging = threading.Thread(target=lambda: done.append(run_step(HOG, tmp_path / "a", few)))
     hogging.start()
     try:
         assert wait_until(lambda: (tmp_path / "a" / "held").exists() or done), "the hog never filled its limit"
