@@ -32,6 +32,7 @@ if not SECRET_KEY:
     SECRET_KEY = "django-insecure-forge-debug-only"
 ALLOWED_HOSTS = env_list("FORGE_ALLOWED_HOSTS", ("localhost", "127.0.0.1", "[::1]"))
 CSRF_TRUSTED_ORIGINS = env_list("FORGE_CSRF_TRUSTED_ORIGINS")
+CSRF_FAILURE_VIEW = "forge.console.views.pages.csrf_failure"
 
 INSTALLED_APPS = [
     "daphne",

@@ -26,3 +26,8 @@ def dashboard(request):
 def approvals(request):
     require_view(request)
     return render(request, "console/approvals.html", {"nav": "approvals", "items": inbox_for_user(request.user)})
+
+
+def csrf_failure(request, reason=""):
+    """Django's CSRF refusal in the console's own page (its default page has an inline style the CSP refuses)."""
+    return render(request, "console/csrf_failure.html", {"reason": reason}, status=403)

@@ -196,7 +196,7 @@ class Command(BaseCommand):
                 return run
             if deadline is not None and time.monotonic() > deadline:
                 self.stderr.write(f"forge: run {run.pk} is still {run.status} after {timeout:g} s; "
-                                  "is the cluster running (forge serve, or manage.py qcluster)?")
+                                  "is the cluster running (bin/serve, or manage.py qcluster)?")
                 raise Exit(EXIT_FAILED)
             time.sleep(pause)
             pause = min(pause * 1.5, 0.25)
