@@ -1,6 +1,6 @@
 """forge/runtime/broker.py copies django-q2's brokers (TickingORM.take is ORM.dequeue's claim; TickingRedis
-replaces Redis.dequeue) and relies on their attributes. pyproject.toml caps django-q2 below its next minor
-release; this fails when what was copied changes under an install anyway, so it is read again, not trusted."""
+replaces Redis.dequeue) and relies on their attributes; forge/runtime/cluster.py subclasses its Sentinel.
+pyproject.toml caps django-q2 below its next minor release; this fails when what was copied changes under an install anyway, so it is read again, not trusted."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import inspect
 from importlib import metadata
 
 import pytest
+from django_q import cluster
 from django_q.brokers import Broker
 from django_q.brokers.orm import ORM
 from django_q.brokers.redis_broker import Redis
@@ -25,6 +26,8 @@ DIGESTS = {
     ORM.dequeue: "c4e346b7cb21e6ff",  # the claim TickingORM.take copies
     Redis.__init__: "c2d769f8370b20ea",  # the list key
     Redis.dequeue: "7144ae1b7f124673",  # what TickingRedis.dequeue replaces
+    cluster.Sentinel.__init__: "6ddfa0bde90a4a73",  # forge/runtime/cluster.py: sets SIGTERM before start()
+    cluster.Sentinel.stop: "d858ef90cdaaebf5",  # forge/runtime/cluster.py tells the workers first
 }
 
 
@@ -36,7 +39,8 @@ def digest(function) -> str:
 def test_what_the_broker_copies_is_as_it_was_copied(function):
     assert digest(function) == DIGESTS[function], (
         f"django-q2 {metadata.version('django-q2')} changed {function.__qualname__}, which forge/runtime/broker.py "
-        f"copies or relies on: read the new source, adapt TickingORM/TickingRedis, then record its digest here")
+        f"copies or relies on: read the new source, adapt TickingORM/TickingRedis or the Sentinel, then record its "
+        f"digest here")
 
 
 def test_the_digest_sees_a_changed_line():
