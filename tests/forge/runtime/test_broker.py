@@ -1,6 +1,7 @@
 """forge/runtime/broker.py copies django-q2's brokers (TickingORM.take is ORM.dequeue's claim; TickingRedis
 replaces Redis.dequeue) and relies on their attributes; forge/runtime/cluster.py subclasses its Sentinel.
-pyproject.toml caps django-q2 below its next minor release; this fails when what was copied changes under an install anyway, so it is read again, not trusted."""
+pyproject.toml caps django-q2 below its next minor release; this fails when what was copied changes under an
+install anyway, so it is read again, not trusted."""
 
 from __future__ import annotations
 
