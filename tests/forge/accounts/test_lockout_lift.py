@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import io
 import json
 from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.core.management import call_command
 
 from forge.accounts.models import LoginFailure
 from forge.accounts.services import LockoutRejected, lockout_lift
 from forge.audit.models import AuditEvent
 from tests.forge.accounts.conftest import WRONG, log_in, logged_in_as
+from tests.forge.test_forge_command import run_command
 
 pytestmark = pytest.mark.django_db
 ADMIN_LIST = "/admin/forge_accounts/loginfailure/"
@@ -107,25 +106,15 @@ def test_people_who_are_not_admins_cannot_lift_in_django_admin(client, olive_loc
     assert LoginFailure.objects.count() == 2 and lifts() == []
 
 
-def forge(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command("forge", *argv, stdout=out, stderr=err)
-        code = 0
-    except SystemExit as exited:
-        code = exited.code
-    return code, out.getvalue(), err.getvalue()
-
-
 def test_the_forge_command_lists_lockouts_and_lifts_one(client, olive_locked_out, clock):
-    code, out, _ = forge("lockouts", "--json")
+    code, out, _ = run_command("lockouts", "--json")
     rows = json.loads(out)
     assert code == 0 and [(r["account"], r["address"], r["failures"], r["limits"]) for r in rows] == [
         ("april", "10.0.0.2", 1, []), ("olive", "10.0.0.1", 5, ["account"])]  # same time (the clock): by name
     assert rows[1]["locked_until"] == (clock.now + timedelta(minutes=15)).isoformat() and rows[0]["locked_until"] is None
-    code, out, _ = forge("lockouts")
+    code, out, _ = run_command("lockouts")
     assert f"olive{' ' * 19} 10.0.0.1" in out and "locked until" in out and "(account)" in out
-    code, out, _ = forge("unlock", "--account", "olive", "--address", "10.0.0.1")
+    code, out, _ = run_command("unlock", "--account", "olive", "--address", "10.0.0.1")
     assert code == 0 and "forgot 5 failed logins" in out
     assert lifts() == [("system", "account:olive", {"account": "olive", "address": "10.0.0.1", "failures": 5})]
     assert log_in(client, "olive", "pw-olive", address="10.0.0.1").status_code == 302
@@ -133,10 +122,10 @@ def test_the_forge_command_lists_lockouts_and_lifts_one(client, olive_locked_out
 
 
 def test_the_forge_command_refuses_a_person_who_is_not_an_admin_and_a_lift_of_nothing(olive_locked_out, approver):
-    code, _, err = forge("--user", "april", "unlock", "--account", "olive")
+    code, _, err = run_command("--user", "april", "unlock", "--account", "olive")
     assert code == 2 and "you may not lift login lockouts" in err
-    code, _, err = forge("--user", "april", "lockouts")
+    code, _, err = run_command("--user", "april", "lockouts")
     assert code == 2 and "you may not see failed logins" in err
-    code, _, err = forge("unlock", "--address", "bogus")
+    code, _, err = run_command("unlock", "--address", "bogus")
     assert code == 2 and "'bogus' is not an IP address" in err
     assert LoginFailure.objects.count() == 2 and lifts() == []
