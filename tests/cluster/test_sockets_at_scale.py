@@ -19,17 +19,11 @@ from forge.channel_layer import PooledRedisChannelLayer
 from tests.browser.console import free_port
 from tests.cluster.harness import REDIS_URL, deployed
 from tests.cluster.websocket_client import Socket
+from tests.forge.console_pages.conftest import APPROVAL
 
 pytestmark = pytest.mark.slow
 
 SOCKETS, RUNS = 500, 10
-NEEDS_A_YES = """
-name: needs_a_yes
-steps:
-  - {id: prepare, agent: mock, command: prepare, mock: {outputs: {ready: true}}}
-  - {id: sign_off, approval: required, approval_message: ship it?, depends_on: [prepare]}
-  - {id: ship, agent: mock, command: ship, depends_on: [sign_off]}
-"""
 
 
 class Viewer:
@@ -72,7 +66,7 @@ def test_five_hundred_sockets_opened_together_all_join_and_each_gets_every_event
             "people = {}\nfor name, group in (('olive', 'Operators'), ('april', 'Approvers'), ('adam', 'Admins')):\n"
             "    people[name] = User.objects.create(username=name)\n"
             "    people[name].groups.add(Group.objects.get(name=group))\n"
-            f"version = workflow_version_save(user=None, source={NEEDS_A_YES!r})\n"
+            f"version = workflow_version_save(user=None, source={APPROVAL!r})\n"
             f"runs = [services.run_start(user=people['olive'], version=version).pk for _ in range({RUNS})]\n"
             "cookies = {}\nfor name in ('april', 'adam'):\n"
             "    client = Client()\n    client.force_login(people[name])\n"
