@@ -13,7 +13,10 @@
   const runStatus = document.getElementById("run-status");
   // applied/appliedAt: each event id the page applied and when (ms since the epoch), read by tests and the bench.
   const live = (window.forgeRun = { lastApplied: data.last_event_id, applied: [], appliedAt: [], runStatus: data.status,
-                                    cy: null, drawnAt: null, laidOutAt: null });
+                                    cy: null, drawnAt: null, laidOutAt: null, nodes, selected: null, select: null });
+  // The page's other parts (status list, Gantt, run log, approval cards) follow the run through two DOM events:
+  // "forge:events" ({events}: each batch applied, in order) and "forge:select" ({step}: the step selected, or null).
+  const tell = (name, detail) => document.dispatchEvent(new CustomEvent(name, { detail }));
   let queue = [];
   let frame = 0;
   let socket = null;
@@ -78,6 +81,7 @@
   let panelTimer = 0;
 
   function openPanel(step) {
+    if (live.selected !== step) { live.selected = step; tell("forge:select", { step }); }
     openStep = step;
     clearTimeout(panelTimer);
     fetch(panel.dataset.url + encodeURIComponent(step) + "/", { credentials: "same-origin" })
@@ -91,6 +95,7 @@
       .catch(() => { panel.textContent = "Could not load step " + step + "."; });
   }
   live.openPanel = openPanel;
+  live.select = openPanel;
   let whyTimer = 0;
   function reloadWhy() {
     fetch(document.getElementById("steps-card").dataset.why, { credentials: "same-origin" })
@@ -148,6 +153,7 @@
         document.querySelectorAll('[data-approval-key="' + CSS.escape(String(event.data.approval)) + '"]').forEach((card) => card.remove());
       }
     }
+    tell("forge:events", { events: batch });
     const draw = () => {
       touched.forEach((id) => { const n = nodes.get(id); showNode(n, why(n)); });
       if (live.cy && touched.size) showPath(live.cy);
