@@ -33,6 +33,8 @@ class Node:
     why: str = ""
     child_run: int | None = None
     carried: bool = False
+    name: str = ""  # the step's `name`, shown beside its id
+    phase: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """What the page's script needs of a node (the table carries the rest)."""
@@ -55,6 +57,7 @@ class RunView:
     nodes: list[Node]
     last_event_id: int
     approvals: list[Approval] = field(default_factory=list)
+    phases: list[str] = field(default_factory=list)  # the document's phases, in its order
 
     def cancel_says(self) -> str:
         """What the Cancel button's confirmation says will stop."""
@@ -106,7 +109,7 @@ def run_view(run: Run) -> RunView:
     nodes = []
     for spec in workflow.steps:
         node = Node(id=spec.id, kind=spec.kind, deps=tuple(spec.deps), child_run=children.get(spec.id),
-                    carried=spec.id in carried)
+                    carried=spec.id in carried, name=spec.model.name or "", phase=spec.model.phase or "")
         row = rows.get(spec.id)
         if row is not None:
             node.status, node.wait, node.attempt = row.status, row.wait, row.attempt
@@ -117,4 +120,5 @@ def run_view(run: Run) -> RunView:
     by_id = {node.id: node for node in nodes}
     for node in nodes:
         node.why = why_not_running(node, by_id, pending.get(node.id))
-    return RunView(run=run, nodes=nodes, last_event_id=last, approvals=list(pending.values()))
+    return RunView(run=run, nodes=nodes, last_event_id=last, approvals=list(pending.values()),
+                   phases=list(workflow.document.phases))
