@@ -6,3 +6,6 @@ urlpatterns = [
     path("api/v1/", include("forge.api.urls")),
     path("", include("forge.console.urls")),
 ]
+
+handler403 = "forge.console.views.pages.refused"
+handler404 = "forge.console.views.pages.not_found"

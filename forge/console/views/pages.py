@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
+from django.utils.log import log_response
 
 from forge.accounts.roles import can
 from forge.console import dashboard as board
@@ -26,6 +27,30 @@ def dashboard(request):
 def approvals(request):
     require_view(request)
     return render(request, "console/approvals.html", {"nav": "approvals", "items": inbox_for_user(request.user)})
+
+
+def refused(request, exception=None):
+    """A 403 in the console's layout, with the reason the person was refused and a way to log out."""
+    return _error(request, exception, 403, "You may not open this page",
+                  "you may not open this page: ask an admin if you need to")
+
+
+def not_found(request, exception=None):
+    """A 404 in the console's layout, saying what was not found."""
+    return _error(request, exception, 404, "Not found", "there is no page at this address")
+
+
+def _error(request, exception, status: int, title: str, default: str):
+    said = exception.args[0] if exception is not None and exception.args else ""
+    # a resolver's 404 says a dict, not words for people
+    reason = said.rstrip(".") if isinstance(said, str) and said else default
+    response = render(request, "console/error.html", {"title": title, "reason": reason, "status": status},
+                      status=status)
+    # One line in the log: Django's own line carries the exception's traceback, once per refused request.
+    log_response("%s %s: %s (%s)", "Forbidden" if status == 403 else "Not Found", request.path, reason,
+                 request.user.get_username() if getattr(request, "user", None) else "-",
+                 response=response, request=request, level="warning")
+    return response
 
 
 def csrf_failure(request, reason=""):
