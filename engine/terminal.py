@@ -6,6 +6,8 @@ same way; this module holds that without the local runner.
 
 from __future__ import annotations
 
+from engine.interpreter.state import StepStatus
+from engine.interpreter.triggers import UPSTREAM_FAILED
 from engine.validation import Report
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
@@ -41,10 +43,23 @@ def print_validation(path: str, report_: Report, write=print) -> None:
         write(f"{path}: valid ({len(report_.workflow.steps)} steps)")
 
 
+def never_ran(status: str, error_code: str | None) -> bool:
+    """A step failed because something upstream failed: it never started (its status stays `failed`)."""
+    return status == StepStatus.FAILED and error_code == UPSTREAM_FAILED
+
+
+def status_word(status: str, error_code: str | None) -> str:
+    """A step's status as a person reads it (the CLIs' tables and the console): the engine's word, except for a
+    step that never ran."""
+    return "not run: upstream failed" if never_ran(status, error_code) else status
+
+
 def print_run(result: dict, write=print, name: str = "run") -> None:
     """One line per step, then the run's status (the run JSON of spec section 12, for people)."""
     width = max((len(s) for s in result["steps"]), default=4)
     for step_id, step in result["steps"].items():
-        extra = f"  {step['error_code']}: {step['error']}" if step["error"] else ""
-        write(f"{step_id:<{width}}  {step['status']:<10} attempts={step['attempts']}{extra}")
+        extra = f"  {step['error_code']}: {step['error']}" if step["error"] and not never_ran(
+            step["status"], step["error_code"]) else ""
+        write(f"{step_id:<{width}}  {status_word(step['status'], step['error_code']):<10} "
+              f"attempts={step['attempts']}{extra}")
     write(f"{name} {result['status']}" + (f": {result['error']}" if result["error"] else ""))

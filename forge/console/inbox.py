@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from forge.runs.creation import compile_version
+from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, RunEvent, StepResult
 from forge.runs.selectors import approvals_for_user
 
@@ -21,7 +21,7 @@ def inbox_for_user(user) -> list[InboxItem]:
     items = []
     for approval in approvals_for_user(user):
         run = approval.run
-        deps = compile_version(run.version)[0].by_id[approval.step].deps
+        deps = run_workflow(run).by_id[approval.step].deps
         outputs = dict(StepResult.objects.filter(run=run, step__in=deps).values_list("step", "outputs"))
         upstream = [(dep, json.dumps(outputs.get(dep), ensure_ascii=False, sort_keys=True)) for dep in deps]
         hold = ""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from engine.interpreter.restart import steps_to_rerun
 from engine.interpreter.state import StepStatus
-from forge.runs.creation import compile_version
+from forge.runs.compiled import run_workflow
 from forge.runs.models import Run, StepResult
 
 
@@ -32,7 +32,7 @@ class RestartPlan:
 
 def restart_plan(run: Run, step: str) -> RestartPlan:
     """ValueError when the pinned version has no such step."""
-    workflow, _ = compile_version(run.version)
+    workflow = run_workflow(run)
     again = steps_to_rerun(workflow, step)
     rows = {row.step: row for row in StepResult.objects.filter(run=run)}
     order = [spec.id for spec in workflow.steps]
@@ -52,7 +52,7 @@ def carried_steps(run: Run) -> set[str]:
     """The steps a restarted run carried from the run it restarted (shown as carried, not as run again)."""
     if run.restarted_from_id is None or not run.restart_from_step:
         return set()
-    workflow, _ = compile_version(run.version)
+    workflow = run_workflow(run)
     again = steps_to_rerun(workflow, run.restart_from_step)
     # What restart_state carries: the steps completed in the run restarted, other than the step and its dependents.
     done_before = StepResult.objects.filter(run_id=run.restarted_from_id, status=StepStatus.COMPLETED)

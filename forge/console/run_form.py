@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from forge.runs.creation import compile_version
+from forge.runs.compiled import new_run_workflow
 from forge.workflows.models import WorkflowVersion
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def _text(value: Any) -> str:
 
 
 def arg_fields(version: WorkflowVersion, posted=None) -> list[ArgField]:
-    document = compile_version(version)[0].document
+    document = new_run_workflow(version)[0].document
     fields = []
     for name, spec in document.args.items():
         shown = _text(spec.default)

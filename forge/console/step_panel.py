@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.interpreter.state import StepStatus
-from forge.runs.creation import compile_version
+from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run, RunEvent, StepOutput, StepResult
 from forge.runs.selectors import step_iterations
 
@@ -74,7 +74,7 @@ def step_panel(run: Run, step: str) -> StepPanel | None:
         attempt.status = "failed" if event.data.get("error") and status not in StepStatus.TERMINAL else status
     approvals = list(Approval.objects.filter(run=run, step=step).select_related("decided_by").order_by("id"))
     printed = StepOutput.objects.filter(run=run, step=step, attempt=row.attempt).first()
-    spec = compile_version(run.version)[0].by_id.get(step)
+    spec = run_workflow(run).by_id.get(step)
     iterations = []
     if spec is not None and spec.model.loop is not None and row.iteration:
         iterations = [{**item, "outputs": _json(item.get("outputs"))} for item in step_iterations(run, step)]

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Max
 
 from forge.accounts.roles import can
-from forge.runs.models import Run, RunEvent, StepResult
+from forge.console.run_view import run_view
+from forge.runs.models import Run, RunEvent
 from forge.runs.selectors import runs_for_user
 
 CHUNK = 500
@@ -36,12 +36,10 @@ def snapshot_if_too_far(run_id: int, after: int) -> dict[str, Any] | None:
     backlog = RunEvent.objects.filter(run_id=run_id, id__gt=after).order_by("id")[:settings.FORGE_LIVE_REPLAY_MAX + 1]
     if backlog.count() <= settings.FORGE_LIVE_REPLAY_MAX:
         return None
-    # The last id first, the rows after: an event committed in between is sent again and sets the same values.
-    last = RunEvent.objects.filter(run_id=run_id).aggregate(last=Max("id"))["last"] or 0
-    run = Run.objects.get(pk=run_id)
-    steps = {row["step"]: row for row in StepResult.objects.filter(run_id=run_id).values(
-        "step", "status", "wait", "attempt", "error", "error_code")}
-    for row in steps.values():
-        del row["step"]
-    return {"type": "snapshot", "last_id": last, "run": {"status": run.status, "error": run.error,
-                                                          "error_code": run.error_code}, "steps": steps}
+    # run_view reads the last id first, the rows after: an event committed in between is sent again and sets
+    # the same values. Each step carries what its events carry (the table's fields and its sentence).
+    view = run_view(Run.objects.select_related("version").get(pk=run_id))
+    run = view.run
+    return {"type": "snapshot", "last_id": view.last_event_id,
+            "run": {"status": run.status, "error": run.error, "error_code": run.error_code},
+            "steps": {node.id: node.live_fields() for node in view.nodes}}

@@ -21,7 +21,6 @@ urlpatterns = [
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/steps/<str:step>/", runs.step_detail, name="step"),
     path("runs/<int:run_id>/timeline/", runs.run_timeline, name="timeline"),
-    path("runs/<int:run_id>/why/", runs.run_why, name="why"),
     path("runs/<int:run_id>/cancel/", actions.run_cancel, name="cancel"),
     path("runs/<int:run_id>/restart/", actions.run_restart, name="restart"),
     path("approvals/<int:approval_id>/decide/", actions.approval_decide, name="decide"),

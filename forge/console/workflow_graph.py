@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.runs.creation import compile_version
+from forge.runs.compiled import new_run_workflow
 from forge.workflows.layouts import layout_of
 from forge.workflows.models import WorkflowVersion
 
 
 def workflow_graph(version: WorkflowVersion) -> dict[str, Any]:
-    workflow, _ = compile_version(version)
+    workflow, _ = new_run_workflow(version)
     return {"nodes": [{"id": s.id, "kind": s.kind, "deps": list(s.deps)} for s in workflow.steps],
             "layout": layout_of(version.content_hash)}

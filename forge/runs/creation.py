@@ -9,25 +9,16 @@ from django.utils import timezone
 
 from engine.interpreter import Interpreter, Options, RunStarted
 from engine.interpreter.state import RunState
-from engine.validation import load_workflow
 from engine.workflow import Workflow
+from forge.runs.compiled import new_run_workflow
 from forge.runs.models import Checkpoint, Run, RunEvent, RunInput, StepResult
 from forge.runtime import inbox
 from forge.workflows.models import WorkflowVersion
-from forge.workflows.services import shell_agents, step_library
+from forge.workflows.services import shell_agents
 
 
 class RunRefused(ValueError):
     """The run cannot start as asked; nothing was created."""
-
-
-def compile_version(version: WorkflowVersion) -> tuple[Workflow, dict[str, dict]]:
-    """The compiled workflow and the library entries it uses (the run keeps that snapshot)."""
-    entries = step_library()
-    # shell_agents=(): the save checked placeholders against the shell agents of its day; dispatch checks them again
-    workflow = load_workflow(version.source.encode("utf-8"), library=entries or None, shell_agents=())
-    used = {spec.model.library_step for spec in workflow.steps if spec.model.library_step}
-    return workflow, {name: entries[name] for name in sorted(used) if name in entries}
 
 
 def referenced_version(name: str, number: int | None) -> WorkflowVersion | None:
@@ -50,7 +41,7 @@ def check_references(workflow: Workflow, path: tuple[str, ...] = ()) -> None:
             raise RunRefused(f"workflow references form a cycle: {cycle}")
         version = referenced_version(ref.name, ref.version)
         if version is not None:
-            check_references(compile_version(version)[0], path)
+            check_references(new_run_workflow(version)[0], path)
 
 
 def options() -> Options:

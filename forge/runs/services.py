@@ -14,7 +14,8 @@ from engine.interpreter.restart import restart_state
 from engine.problems import WorkflowInvalid
 from forge.accounts.roles import can
 from forge.audit.services import actor_of, audit
-from forge.runs.creation import RunRefused, check_args_size, check_references, compile_version, create_run
+from forge.runs.compiled import new_run_workflow, run_workflow
+from forge.runs.creation import RunRefused, check_args_size, check_references, create_run
 from forge.runs.models import Approval, Run, RunInput
 from forge.runs.selectors import may_decide
 from forge.runtime import bridge, inbox, store
@@ -44,7 +45,7 @@ def run_start(*, user, version: WorkflowVersion, args: dict[str, Any] | None = N
     _require(user, "run.start", "start runs")
     try:
         check_args_size(args or {})  # before parsing anything of them
-        workflow, used = compile_version(version)
+        workflow, used = new_run_workflow(version)
         resolved = resolve_args(workflow.document, dict(args or {}), from_text=args_from_text)
         check_references(workflow)
     except RunRefused as exc:
@@ -87,7 +88,7 @@ def run_restart(*, user, run: Run, step: str) -> Run:
     _require(user, "run.restart", "restart runs")
     if not run.finished:
         raise ServiceError(f"run {run.pk} is still {run.status}; only an ended run can be restarted")
-    workflow = bridge.workflow_of(run)  # compiled with the library entries the run kept, as its replay is
+    workflow = run_workflow(run)  # compiled with the library entries the run kept, as its replay is
     if step not in workflow.by_id:
         raise ServiceError(f"the workflow has no step {step!r}; its steps are {', '.join(workflow.by_id)}")
     previous = bridge.replica(run).state  # a copy rebuilt from the log: the live interpreter is the runtime's

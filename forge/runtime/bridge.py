@@ -12,45 +12,21 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from datetime import datetime, timezone as dt_timezone
-from typing import Any
 
 from engine.interpreter import Interpreter
 from engine.interpreter.events import event_from_json
-from engine.validation import load_workflow
-from engine.workflow import Workflow
+from forge.runs.compiled import run_workflow
 from forge.runs.models import Checkpoint, Run, RunEvent
 
 INPUT = "input"  # RunEvent.kind of an event fed to the interpreter
-_WORKFLOWS: OrderedDict[tuple[int, str], Workflow] = OrderedDict()
 _INTERPRETERS: OrderedDict[int, tuple[int, Interpreter]] = OrderedDict()
 _LOCK = threading.Lock()
-CACHED_WORKFLOWS = 64
 CACHED_RUNS = 256
 CATCH_UP = 50  # at most this many events replayed onto a cached copy; further behind, restore
 
 
 def to_datetime(seconds: float | None) -> datetime | None:
     return None if seconds is None else datetime.fromtimestamp(seconds, tz=dt_timezone.utc)
-
-
-def library_key(library: dict[str, Any]) -> str:
-    return ",".join(sorted(library)) if library else ""
-
-
-def workflow_of(run: Run) -> Workflow:
-    """The compiled workflow the run pinned (its version, with the library entries it was started with)."""
-    key = (run.version_id, library_key(run.library))
-    with _LOCK:
-        found = _WORKFLOWS.get(key)
-        if found is not None:
-            _WORKFLOWS.move_to_end(key)
-            return found
-    workflow = load_workflow(run.version.source.encode("utf-8"), library=run.library or None, shell_agents=())
-    with _LOCK:
-        _WORKFLOWS[key] = workflow
-        while len(_WORKFLOWS) > CACHED_WORKFLOWS:
-            _WORKFLOWS.popitem(last=False)
-    return workflow
 
 
 def interpreter_of(run: Run) -> Interpreter:
@@ -75,7 +51,7 @@ def _restore(run: Run) -> Interpreter:
                   .order_by("-inputs_fed").only("inputs_fed", "state", "event_id").first())
     if checkpoint is None:
         raise RuntimeError(f"run {run.pk} has no checkpoint to resume from")
-    interpreter = Interpreter.restore(workflow_of(run), checkpoint.state)
+    interpreter = Interpreter.restore(run_workflow(run), checkpoint.state)
     later = (RunEvent.objects.filter(run=run, kind=INPUT, id__gt=checkpoint.event_id)
              .order_by("id").values_list("data", flat=True))
     fed = checkpoint.inputs_fed

@@ -10,7 +10,8 @@ from engine.interpreter import events as ev
 from engine.interpreter.state import RunStatus
 from engine.problems import WorkflowInvalid
 from engine.workflow import MAX_CHILD_DEPTH
-from forge.runs.creation import RunRefused, compile_version, create_run, referenced_version
+from forge.runs.compiled import new_run_workflow
+from forge.runs.creation import RunRefused, create_run, referenced_version
 from forge.runs.models import Run, RunInput
 from forge.runtime import inbox, queue
 from forge.runtime.effects import Effects
@@ -38,7 +39,7 @@ def start_child(effects: Effects, command: cmd.StartChild) -> None:
         which = f" version {command.version}" if command.version is not None else ""
         return failed(f"there is no workflow {command.workflow!r}{which} to run as a sub-workflow")
     try:
-        compiled, used = compile_version(version)
+        compiled, used = new_run_workflow(version)
         args = resolve_args(compiled.document, command.args)
         with transaction.atomic():
             child = create_run(version=version, workflow=compiled, used_library=used, args=args,

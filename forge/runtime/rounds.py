@@ -20,7 +20,7 @@ from engine.interpreter import events as ev
 from engine.interpreter.machine import EventRejected
 from forge import live
 from forge.runs.models import Approval, Checkpoint, Run, RunEvent, RunInput, StepResult
-from forge.runtime import bridge, children, dispatch, inbox, leases, store
+from forge.runtime import bridge, children, dispatch, inbox, leases, step_events, store
 from forge.runtime.completion import Completion, Outcome, record_completion
 from forge.runtime.effects import Effects
 
@@ -149,9 +149,7 @@ class Round:
 
     def _step_changed(self, command: cmd.StepChanged) -> None:
         self.effects.touch_step(command.step)
-        data = command.to_json()
-        del data["type"], data["step"]
-        self.effects.log("step", command.step, data)
+        self.effects.log("step", command.step, step_events.step_data(command, self.interpreter.state))
 
     def _request_approval(self, command: cmd.RequestApproval) -> None:
         effects = self.effects
@@ -216,6 +214,7 @@ class Round:
         if run.started_at is None and state.started_at is not None:
             run.started_at = bridge.to_datetime(state.started_at)
             effects.audit("forge.run.running")
+        step_events.add_sentences(self.workflow, state, effects.events)
         writes += store.inserting(effects.events) + store.inserting(effects.audits)
         if not run.finished:
             run.status = state.status

@@ -15,7 +15,8 @@ from engine.problems import WorkflowInvalid
 from forge.accounts.roles import can
 from forge.governance.models import BudgetEnvelope
 from forge.governance.reservations import Ledger
-from forge.runs.creation import RunRefused, check_args_size, check_references, compile_version
+from forge.runs.compiled import new_run_workflow
+from forge.runs.creation import RunRefused, check_args_size, check_references
 from forge.schedules.models import Dispatch, Schedule
 from forge.schedules.selectors import kill_switch
 from forge.workflows.models import WorkflowVersion
@@ -75,7 +76,7 @@ def valid(attempt: Attempt) -> Refusal | None:
     if version is None:
         return Refusal(Dispatch.VALIDATION_FAILED, f"workflow {schedule.workflow.name!r} has no saved version")
     try:
-        workflow, _ = compile_version(version)
+        workflow, _ = new_run_workflow(version)
         check_args_size(schedule.args)
         resolve_args(workflow.document, schedule.args)
         check_references(workflow)

@@ -14,7 +14,8 @@ from engine.arguments import ArgumentsInvalid, resolve_args
 from engine.problems import WorkflowInvalid
 from forge.accounts.roles import can
 from forge.audit.services import audit
-from forge.runs.creation import RunRefused, check_args_size, compile_version
+from forge.runs.compiled import new_run_workflow
+from forge.runs.creation import RunRefused, check_args_size
 from forge.runs.services import ServiceError
 from forge.schedules.models import Dispatch, KillSwitch, Schedule, ScheduleFire
 from forge.schedules.timing import cron_problem, next_fire, zone
@@ -70,7 +71,7 @@ def check_schedule(*, workflow: Workflow | str, cron: str, timezone: str, args: 
         raise ScheduleRejected(f"workflow {workflow.name!r} has no saved version", field="workflow")
     try:
         check_args_size(args)
-        resolved = resolve_args(compile_version(version)[0].document, args, from_text=args_from_text)
+        resolved = resolve_args(new_run_workflow(version)[0].document, args, from_text=args_from_text)
     except (RunRefused, ArgumentsInvalid) as exc:
         raise ScheduleRejected(f"arguments for {version}: {exc}", field="args") from None
     except WorkflowInvalid as exc:

@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 
 from forge.accounts.roles import can
 from forge.audit.services import audit
-from forge.runs.creation import compile_version
+from forge.runs.compiled import new_run_workflow
 from forge.workflows.models import GraphLayout, WorkflowVersion
 
 LIMIT = 1e7  # a coordinate further out than this is no drawing
@@ -32,7 +32,7 @@ def layout_save(*, user, content_hash: str, positions: Any) -> bool:
     version = WorkflowVersion.objects.filter(content_hash=content_hash).first()
     if version is None:
         raise WorkflowVersion.DoesNotExist("no workflow version has this content hash")
-    steps = {step.id for step in compile_version(version)[0].steps}
+    steps = {step.id for step in new_run_workflow(version)[0].steps}
     if not isinstance(positions, dict) or set(positions) != steps:
         raise LayoutRejected("a layout gives a position to each step of the graph, and to nothing else")
     kept = {}

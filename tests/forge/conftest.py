@@ -16,6 +16,7 @@ from engine.executors.sandbox import Sandbox
 from django.utils import timezone
 
 from forge.governance.context import forget_configuration
+from forge.runs import compiled
 from forge.runtime import bridge
 from forge.runs.models import Run, RunInput, StepResult
 from forge.runtime.rounds import advance
@@ -91,7 +92,8 @@ def fresh_runtime_caches():
     def clear():
         with bridge._LOCK:
             bridge._INTERPRETERS.clear()
-            bridge._WORKFLOWS.clear()
+        with compiled._LOCK:
+            compiled._WORKFLOWS.clear()
         forget_configuration()
 
     clear()

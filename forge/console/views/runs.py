@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.paginator import Paginator
-from django.http import Http404, JsonResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 
 from forge.accounts.roles import can
@@ -68,7 +68,7 @@ def run_detail(request, run_id: int):
         "nav": "runs", "view": view, "run": run,
         "rows": view.nodes if request.GET.get("steps") == "all" else view.nodes[:STEP_ROWS],
         "graph": view.graph_json(), "decisions": decisions,
-        "may_cancel": not run.finished and can(user, "run.cancel"), "cancel_says": view.cancel_says(),
+        "may_cancel": not run.finished and can(user, "run.cancel"),
         "may_restart": can(user, "run.restart")})
 
 
@@ -89,14 +89,3 @@ def run_timeline(request, run_id: int):
     run = get_object_or_404(runs_for_user(request.user), pk=run_id)
     bars, span = timeline(run)
     return render(request, "console/timeline.html", {"bars": bars, "span": span})
-
-
-@login_required
-def run_why(request, run_id: int):
-    """What the run view reads from rows after a change: each step's why-not-running, time and cost, and what
-    Cancel would stop."""
-    require_view(request)
-    run = get_object_or_404(runs_for_user(request.user).select_related("version"), pk=run_id)
-    view = run_view(run)
-    return JsonResponse({"cancel_says": view.cancel_says(), "steps": {node.id: {
-        "why": node.why, "seconds": node.time_text, "cost": node.cost_text} for node in view.nodes}})

@@ -4,6 +4,7 @@ import pytest
 
 from engine.interpreter import Interpreter
 from forge.runs import services
+from forge.runs.compiled import run_workflow
 from forge.runtime import bridge
 from forge.runs.models import Run
 from tests.forge.conftest import fast_forward
@@ -24,7 +25,7 @@ def half_run(operator, save_workflow):
     run = services.run_start(user=operator, version=save_workflow(CHAIN))
     fast_forward(run, rounds=3)
     run.refresh_from_db()
-    behind = Interpreter(bridge.workflow_of(run), bridge.interpreter_of(run).state.copy())
+    behind = Interpreter(run_workflow(run), bridge.interpreter_of(run).state.copy())
     return run, behind, run.inputs_fed
 
 

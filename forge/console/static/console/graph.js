@@ -64,6 +64,8 @@
         { selector: ".status-waiting", style: { "border-color": "#8a5a00", "background-color": "#fff4d6", "border-style": "dashed" } },
         { selector: ".status-completed", style: { "border-color": "#1f7a3f", "background-color": "#e3f4e8" } },
         { selector: ".status-failed", style: { "border-color": "#b3261e", "background-color": "#fde7e6" } },
+        // Never ran because something upstream failed: not the failure itself, so its own shape and colour.
+        { selector: ".status-upstream-failed", style: { shape: "cut-rectangle", "border-style": "dashed", "border-color": "#a0522d", "background-color": "#f6efe9", color: "#6b3a1f" } },
         { selector: ".status-skipped, .status-cancelled", style: { opacity: 0.45 } },
         { selector: "edge.taken", style: { width: 2.5, "line-color": "#1f7a3f", "target-arrow-color": "#1f7a3f" } },
         { selector: "edge.faded", style: { opacity: 0.3, "line-style": "dashed" } },

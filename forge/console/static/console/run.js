@@ -3,10 +3,7 @@
 (function () {
   "use strict";
   const data = JSON.parse(document.getElementById("run-data").textContent);
-  const TERMINAL = new Set(["completed", "failed", "skipped", "cancelled"]);
   const nodes = new Map(data.nodes.map((n) => [n.id, n]));
-  const downstream = new Map(data.nodes.map((n) => [n.id, []])); // whose "why" changes when a step moves
-  data.nodes.forEach((n) => n.deps.forEach((d) => downstream.get(d).push(n.id)));
   const PER_FRAME = 50; // events applied in one frame: a burst is spread over frames, never one long task
   const rows = new Map([...document.querySelectorAll("tr[data-step]")].map((tr) => [tr.dataset.step, tr]));
   const badge = document.getElementById("live");
@@ -23,28 +20,6 @@
   let retry = 0;
   let lostAt = null;
 
-  const WAITS = {
-    queued: "ready: waiting for a free concurrency slot",
-    redispatch: "about to be dispatched again",
-    retry: "waiting to retry after a failed attempt",
-    gate_retry: "blocked by a governance gate; retrying after a backoff",
-    approval: "waiting for approval",
-    escalation: "waiting for a decision on its failure (retry, skip or abort)",
-    hold: "waiting for a governance hold to be approved",
-    child: "waiting for its sub-workflow run",
-  };
-
-  function why(node) {
-    if (node.status === "pending") {
-      const upstream = node.deps.filter((d) => !TERMINAL.has(nodes.get(d).status));
-      return upstream.length ? "waiting for upstream " + upstream.join(", ") : "ready: waiting to be dispatched";
-    }
-    if ((node.status === "waiting" || node.status === "running") && node.wait) {
-      return WAITS[node.wait] || "waiting (" + node.wait + ")";
-    }
-    return "";
-  }
-
   function showRun(status) {
     live.runStatus = status;
     setStatus(runStatus, status);
@@ -60,16 +35,27 @@
     el.className = "status status-" + status;
   }
 
-  function showNode(node, sentence) {
+  // What the server said of a step (its events and snapshots carry the status word and the why-not-running
+  // sentence, forge/runs/sentences.py): the page shows it and writes no sentence of its own.
+  const neverRan = (node) => node.status === "failed" && node.error_code === "upstream_failed";
+  const classOf = (node) => (neverRan(node) ? "status-upstream-failed" : "status-" + node.status);
+  const seconds = (node) => (node.started_at && node.finished_at
+    ? ((Date.parse(node.finished_at) - Date.parse(node.started_at)) / 1000).toFixed(2) + " s" : "-");
+
+  function showNode(node) {
     const tr = rows.get(node.id);
     if (tr) {
-      setStatus(tr.querySelector('[data-field="status"]'), node.status);
+      const status = tr.querySelector('[data-field="status"]');
+      status.textContent = node.word || node.status;
+      status.className = "status " + classOf(node);
       tr.querySelector('[data-field="attempt"]').textContent = node.attempt;
-      tr.querySelector('[data-field="why"]').textContent = sentence;
+      if ("why" in node) tr.querySelector('[data-field="why"]').textContent = node.why ?? "";
+      if ("started_at" in node) tr.querySelector('[data-field="seconds"]').textContent = seconds(node);
+      if (typeof node.cost === "number") tr.querySelector('[data-field="cost"]').textContent = node.cost.toFixed(4);
       tr.classList.toggle("faded", node.status === "skipped" || node.status === "cancelled");
     }
-    if (live.cy && "status-" + node.status !== node.drawnClass) { // downstream steps often look the same
-      node.drawnClass = "status-" + node.status;
+    if (live.cy && classOf(node) !== node.drawnClass) { // downstream steps often look the same
+      node.drawnClass = classOf(node);
       live.cy.getElementById(node.id).classes(node.drawnClass);
     }
     unlabelled.add(node.id);
@@ -96,33 +82,12 @@
   }
   live.openPanel = openPanel;
   live.select = openPanel;
-  let whyTimer = 0;
-  function reloadWhy() {
-    fetch(document.getElementById("steps-card").dataset.why, { credentials: "same-origin" })
-      .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
-      .then((said) => {
-        const cancel = document.getElementById("cancel-form");
-        if (cancel) cancel.dataset.confirm = said.cancel_says;
-        for (const [step, fields] of Object.entries(said.steps)) {
-          const row = rows.get(step);
-          if (!row) continue;
-          row.querySelector('[data-field="why"]').textContent = fields.why;
-          row.querySelector('[data-field="seconds"]').textContent = fields.seconds;
-          row.querySelector('[data-field="cost"]').textContent = fields.cost;
-        }
-      })
-      .catch(() => {});
-  }
-  const timelineCard = document.getElementById("timeline-card");
-  let timelineTimer = 0;
-  function reloadTimeline() {
-    fetch(timelineCard.dataset.url, { credentials: "same-origin" })
-      .then((r) => (r.ok ? r.text() : Promise.reject(r.status)))
-      .then((html) => { document.getElementById("timeline").outerHTML = html; })
-      .catch(() => {});
-  }
   document.getElementById("cancel-form")?.addEventListener("submit", (e) => {
-    if (!confirm(e.target.dataset.confirm)) e.preventDefault(); // the sentence the server said last
+    // What stops, as the page shows it now (the one writer of this sentence: only this dialog says it).
+    const moving = [...nodes.values()].filter((n) => n.status === "running" || n.status === "waiting").map((n) => n.id);
+    const says = "Cancel run " + data.run + "? " + (moving.length ? "Running or waiting steps stop: " + moving.join(", ") + ". " : "")
+      + "Steps not yet started never start.";
+    if (!confirm(says)) e.preventDefault();
   });
   document.addEventListener("click", (e) => {
     const link = e.target.closest("[data-open-step]");
@@ -139,11 +104,16 @@
       live.appliedAt.push(now);
       if (event.kind === "step" && nodes.has(event.step)) {
         const node = nodes.get(event.step);
-        Object.assign(node, { status: event.data.status, attempt: event.data.attempt, wait: event.data.wait,
-                              error: event.data.error, error_code: event.data.error_code });
+        const d = event.data;
+        Object.assign(node, { status: d.status, attempt: d.attempt, wait: d.wait, error: d.error, error_code: d.error_code,
+                              why: d.why, word: d.word, started_at: d.started_at, finished_at: d.finished_at,
+                              cost: d.cost, tokens: d.tokens });
         touched.add(node.id);
         if (live.runStatus === "pending") showRun("running"); // a step moved: the run has started
-        downstream.get(node.id).forEach((id) => touched.add(id));
+        // A step that ended changes what the steps after it wait for: the event says their new sentences.
+        for (const [id, why] of Object.entries(d.downstream || {})) {
+          if (nodes.has(id)) { nodes.get(id).why = why; touched.add(id); }
+        }
       } else if (event.kind === "child" && nodes.has(event.step)) {
         nodes.get(event.step).child_run = event.data.run;
         touched.add(event.step);
@@ -155,16 +125,10 @@
     }
     tell("forge:events", { events: batch });
     const draw = () => {
-      touched.forEach((id) => { const n = nodes.get(id); showNode(n, why(n)); });
+      touched.forEach((id) => showNode(nodes.get(id)));
       if (live.cy && touched.size) showPath(live.cy);
     };
     if (live.cy) live.cy.batch(draw); else draw();
-    if (batch.some((e) => e.kind === "step" || e.kind === "run")) {
-      clearTimeout(timelineTimer);
-      timelineTimer = setTimeout(reloadTimeline, 500);
-      clearTimeout(whyTimer);
-      whyTimer = setTimeout(reloadWhy, 200); // the server's sentence names approvers, deadlines and gates
-    }
     if (openStep && batch.some((e) => e.step === openStep)) {
       clearTimeout(panelTimer);
       panelTimer = setTimeout(() => openPanel(openStep), 250); // one reload for a burst of its events
@@ -177,7 +141,7 @@
     }
     live.lastApplied = message.last_id;
     showRun(message.run.status);
-    const draw = () => { nodes.forEach((n) => showNode(n, why(n))); if (live.cy) showPath(live.cy); };
+    const draw = () => { nodes.forEach(showNode); if (live.cy) showPath(live.cy); };
     if (live.cy) live.cy.batch(draw); else draw();
   }
 
@@ -241,7 +205,7 @@
   }
 
   function label(n) {
-    return n.id + "\n" + n.status + (n.attempt > 1 ? " ×" + n.attempt : "") + (n.child_run ? "\n→ run " + n.child_run : "");
+    return n.id + "\n" + (n.word || n.status) + (n.attempt > 1 ? " ×" + n.attempt : "") + (n.child_run ? "\n→ run " + n.child_run : "");
   }
 
   function showPath(cy) {
@@ -257,7 +221,7 @@
     if (!window.cytoscape || !window.ELK || !window.forgeGraph) return;
     live.cy = window.forgeGraph.draw({
       container: document.getElementById("graph"), nodes: data.nodes, layout: data.layout, labelOf: label,
-      classOf: (n) => "status-" + n.status,
+      classOf,
       drawn: () => { live.drawnAt = performance.now(); },
       laidOut: () => { live.laidOutAt = performance.now(); },
     });
@@ -269,5 +233,4 @@
 
   drawGraph();
   connect();
-  reloadTimeline(); // not in the page: a thousand-step run's page would carry a thousand lanes
 })();

@@ -1,0 +1,57 @@
+"""What a person reads about a step: its status word and why it is not running. The one writer of both: the
+round puts them in each step event, the run view renders them from rows, the page only shows what it is given."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Iterable
+
+from engine.interpreter.state import StepStatus, Wait
+from engine.terminal import never_ran, status_word  # the CLIs' status words are the console's
+
+NAMED_UPSTREAM = 5  # upstream steps named in a sentence; more read "and N more" (a fan-in has hundreds)
+PEOPLE_WAITS = {Wait.APPROVAL: "approval", Wait.ESCALATION: "a decision on its failure (retry, skip or abort)",
+                Wait.HOLD: "a governance hold to be approved"}
+__all__ = ["never_ran", "status_class", "status_word", "upstream_sentence", "why_not_running"]
+
+
+def status_class(status: str, error_code: str | None) -> str:
+    """The CSS class (table badge and graph node) of a step's status."""
+    return "status-upstream-failed" if never_ran(status, error_code) else f"status-{status}"
+
+
+def upstream_sentence(waiting_for: list[str]) -> str:
+    if not waiting_for:
+        return "ready: waiting to be dispatched"
+    named = ", ".join(waiting_for[:NAMED_UPSTREAM])
+    more = len(waiting_for) - NAMED_UPSTREAM
+    return f"waiting for upstream {named}" + (f" and {more} more" if more > 0 else "")
+
+
+def why_not_running(status: str, wait: str | None, *, attempt: int = 0, error: str | None = None,
+                    error_code: str | None = None, waiting_for: Iterable[str] = (),
+                    approvers: Iterable[str] | None = None, expires_at: datetime | None = None,
+                    child_run: int | None = None) -> str:
+    """The sentence a person reads on a pending or waiting step; empty for the others.
+
+    `waiting_for`: the step's upstream steps not yet ended; `approvers`/`expires_at`: its pending approval's
+    (None when it has none); `child_run`: its sub-workflow run, once started."""
+    if status == StepStatus.PENDING and not wait:
+        return upstream_sentence(list(waiting_for))
+    if status not in (StepStatus.PENDING, StepStatus.WAITING, StepStatus.RUNNING) or not wait:
+        return ""
+    if wait in PEOPLE_WAITS:
+        if approvers is None:
+            return f"waiting for {PEOPLE_WAITS[wait]}"
+        who = ", ".join(sorted(approvers)) or "Approvers"
+        until = f" until {expires_at:%Y-%m-%d %H:%M:%S} UTC" if expires_at else ""
+        return f"waiting for {PEOPLE_WAITS[wait]} by {who}{until}"
+    failed = f": {error}" if error else ""
+    return {
+        Wait.QUEUED: "waiting for a free concurrency slot",
+        Wait.REDISPATCH: "about to be dispatched again",
+        Wait.RETRY: f"waiting to retry after attempt {attempt} failed{failed}",
+        Wait.GATE_RETRY: "blocked by a governance gate" + (f" ({error_code})" if error_code else "")
+                         + f"{failed}; retrying after a backoff",
+        Wait.CHILD: "waiting for its sub-workflow run" + (f" {child_run}" if child_run else ""),
+    }.get(wait, f"waiting ({wait})")
