@@ -68,6 +68,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "forge.request_guard.ControlCharacterGuard",  # after CSRF, which refuses a post without its token first
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "forge.accounts.acting.ActingPersonMiddleware",  # who changes a person or group (forge/accounts/audit_trail.py)
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a refused login into the lockout page

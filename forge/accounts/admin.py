@@ -1,10 +1,13 @@
-"""Failed logins in Django admin: Admins see them and lift lockouts through the audited service, and nothing else.
+"""People and failed logins in Django admin. Admins see failed logins and lift lockouts through the audited service,
+and nothing else; a person's password page saves in one transaction with its audit event.
 
 django-axes' own admin pages are off (AXES_ENABLE_ADMIN): their delete would forget failures unaudited.
 """
 
 from django.contrib import admin, messages
-from django.db import transaction
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.db import router, transaction
 from django.utils import timezone
 
 from forge.accounts.models import LoginFailure
@@ -51,3 +54,16 @@ class LoginFailureAdmin(admin.ModelAdmin):
             self.message_user(request, f"Nothing was lifted: {exc}.", messages.ERROR)
             return
         self.message_user(request, f"Forgot {forgotten} failed logins; the lockouts they caused are lifted.")
+
+
+class PersonAdmin(UserAdmin):
+    """Django's own, with its password page in one transaction like its other pages, so the password change and
+    its audit event (forge/accounts/audit_trail.py) are kept or lost together."""
+
+    def user_change_password(self, request, id, form_url=""):
+        with transaction.atomic(using=router.db_for_write(self.model)):
+            return super().user_change_password(request, id, form_url)
+
+
+admin.site.unregister(get_user_model())
+admin.site.register(get_user_model(), PersonAdmin)

@@ -37,3 +37,6 @@ class AccountsConfig(AppConfig):
 
     def ready(self):
         post_migrate.connect(grant_admin_permissions, dispatch_uid="forge.accounts.grant_admin_permissions")
+        from forge.accounts import audit_trail
+
+        audit_trail.connect()

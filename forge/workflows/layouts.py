@@ -43,7 +43,8 @@ def layout_save(*, user, content_hash: str, positions: Any) -> bool:
     try:
         with transaction.atomic():
             GraphLayout.objects.create(content_hash=content_hash, positions=kept)
-            audit("forge.layout.saved", user=user, target=f"workflow:{version.workflow.name}",
+            # The console keeps the layout, not the person whose page drew it first: the system's act.
+            audit("forge.layout.saved", target=f"workflow:{version.workflow.name}",
                   detail={"content_hash": content_hash, "steps": len(kept)})
     except IntegrityError:
         return False  # another page kept one first: the first layout stays

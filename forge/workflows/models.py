@@ -48,7 +48,9 @@ class WorkflowVersion(models.Model):
     source = models.TextField()
     content_hash = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+    # PROTECT: a version is never rewritten, so its author cannot be deleted (Django admin says so and offers to
+    # deactivate instead); SET_NULL would rewrite it, which the queryset refuses (a 500 on deleting anyone).
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                    related_name="+")
 
     objects = ImmutableVersions.as_manager()
