@@ -4,38 +4,21 @@ returned, and its approval. Read from the step's row, its RunEvents and its appr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any
 
 from engine.interpreter.state import StepStatus
+from forge.console.attempts import StepTimes, step_times
 from forge.runs.compiled import run_workflow
-from forge.runs.models import Approval, Run, RunEvent, StepOutput, StepResult
+from forge.runs.models import Approval, Run, StepOutput, StepResult
 from forge.runs.selectors import step_iterations
-
-
-@dataclass
-class Attempt:
-    number: int
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    status: str = ""
-    error: str | None = None
-    error_code: str | None = None
-    decisions: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def seconds(self) -> float | None:
-        if self.started_at and self.finished_at:
-            return (self.finished_at - self.started_at).total_seconds()
-        return None
 
 
 @dataclass
 class StepPanel:
     run: Run
     row: StepResult
-    attempts: list[Attempt]
+    times: StepTimes  # its attempts, each with its own duration, and the waits between them
     given: str  # what the engine asked the agent to do, as JSON
     outputs: str
     approvals: list[Approval]
@@ -55,29 +38,12 @@ def step_panel(run: Run, step: str) -> StepPanel | None:
     row = StepResult.objects.filter(run=run, step=step).first()
     if row is None:
         return None
-    attempts: dict[int, Attempt] = {}
-    for event in RunEvent.objects.filter(run=run, step=step, kind__in=("step", "governance")).order_by("id"):
-        number = event.data.get("attempt") or 0
-        if number < 1:
-            continue
-        attempt = attempts.setdefault(number, Attempt(number))
-        if event.kind == "governance":
-            attempt.decisions.append({k: event.data.get(k) for k in ("gate", "outcome", "code", "message")})
-            continue
-        status = event.data.get("status", "")
-        if status == StepStatus.RUNNING and attempt.started_at is None:
-            attempt.started_at = event.at
-        if status in StepStatus.TERMINAL or status == "failed" or event.data.get("error"):
-            attempt.finished_at = event.at
-            attempt.error, attempt.error_code = event.data.get("error"), event.data.get("error_code")
-        # An attempt that failed and waits to be tried again reads failed, not the step's pending.
-        attempt.status = "failed" if event.data.get("error") and status not in StepStatus.TERMINAL else status
     approvals = list(Approval.objects.filter(run=run, step=step).select_related("decided_by").order_by("id"))
     printed = StepOutput.objects.filter(run=run, step=step, attempt=row.attempt).first()
     spec = run_workflow(run).by_id.get(step)
     iterations = []
     if spec is not None and spec.model.loop is not None and row.iteration:
         iterations = [{**item, "outputs": _json(item.get("outputs"))} for item in step_iterations(run, step)]
-    return StepPanel(run=run, row=row, attempts=[attempts[n] for n in sorted(attempts)],
+    return StepPanel(run=run, row=row, times=step_times(run, step),
                      given=_json(row.dispatch), outputs=_json(row.outputs), approvals=approvals, printed=printed,
                      iterations=iterations)

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth
 from django.urls import path
 
-from forge.console.views import actions, audit, live, pages, runs, workflows
+from forge.console.views import actions, audit, live, pages, run_panes, runs, workflows
 
 app_name = "console"
 
@@ -20,7 +20,8 @@ urlpatterns = [
     path("runs/", runs.run_list, name="runs"),
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/steps/<str:step>/", runs.step_detail, name="step"),
-    path("runs/<int:run_id>/timeline/", runs.run_timeline, name="timeline"),
+    path("runs/<int:run_id>/attempts/", run_panes.run_attempts, name="attempts"),
+    path("runs/<int:run_id>/log/", run_panes.run_log_view, name="run_log"),
     path("runs/<int:run_id>/cancel/", actions.run_cancel, name="cancel"),
     path("runs/<int:run_id>/restart/", actions.run_restart, name="restart"),
     path("approvals/<int:approval_id>/decide/", actions.approval_decide, name="decide"),

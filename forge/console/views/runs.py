@@ -15,7 +15,6 @@ from forge.accounts.roles import can
 from forge.console.filters import Filters
 from forge.console.run_view import run_view
 from forge.console.step_panel import step_panel
-from forge.console.timeline import timeline
 from forge.console.views.pages import require_view
 from forge.runs.models import RUN_STATUSES
 from forge.runs.selectors import may_decide, runs_for_user
@@ -81,11 +80,3 @@ def step_detail(request, run_id: int, step: str):
     if panel is None:
         raise Http404(f"run {run.pk} has no step {step[:64]!r}")
     return render(request, "console/step_panel.html", {"panel": panel, "run": run})
-
-
-@login_required
-def run_timeline(request, run_id: int):
-    require_view(request)
-    run = get_object_or_404(runs_for_user(request.user), pk=run_id)
-    bars, span = timeline(run)
-    return render(request, "console/timeline.html", {"bars": bars, "span": span})

@@ -1,0 +1,158 @@
+"""A run's log: every step's events (status changes, errors, governance decisions, approvals) and what its
+attempts printed, in one stream ordered by the run's event ids. Output comes from where it is stored with its
+secrets already replaced (StepOutput for shell steps, the step row's stdout for others), placed at the event that
+ended its attempt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from django.db.models import Max
+
+from engine.interpreter.state import StepStatus, Wait
+from forge.console.attempts import WAIT_NAMES, WAIT_SAYS
+from forge.runs.models import Run, RunEvent, StepOutput, StepResult
+
+LEVELS = ("info", "warning", "error")
+KINDS = ("step", "governance", "approval", "run", "child", "rejected")  # the input events repeat these
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: int  # the run event it is, or follows
+    at: str
+    level: str
+    step: str
+    kind: str  # an event's kind, or stdout / stderr
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "at": self.at, "level": self.level, "step": self.step, "kind": self.kind,
+                "text": self.text}
+
+    def to_text(self) -> str:
+        head = f"{self.at} {self.level.upper():7} {self.step or '-':24} {self.kind}: "
+        return head + self.text.replace("\n", "\n" + " " * 4)
+
+
+def _step_entry(data: dict[str, Any]) -> tuple[str, str]:
+    status, attempt, wait, error = data.get("status"), data.get("attempt") or 0, data.get("wait"), data.get("error")
+    text = str(status) + (f" · attempt {attempt}" if attempt else "")
+    if wait:
+        text += " · " + WAIT_SAYS.get(WAIT_NAMES.get(wait, wait), f"waiting ({wait})")
+    if error:
+        text += f" · {data.get('error_code') or 'error'}: {error}"
+    if status in (StepStatus.FAILED, StepStatus.TIMED_OUT) or (error and wait == Wait.ESCALATION):
+        return "error", text
+    return ("warning" if error else "info"), text
+
+
+def _governance_entry(data: dict[str, Any]) -> tuple[str, str]:
+    outcome = data.get("outcome") or "?"
+    text = f"{outcome} (attempt {data.get('attempt') or 0})"
+    if data.get("gate"):
+        text += f" at {data['gate']}"
+    if data.get("code"):
+        text += f" {data['code']}"
+    if data.get("message"):
+        text += f": {data['message']}"
+    return ("info" if outcome == "allow" else "warning"), text
+
+
+def _approval_entry(data: dict[str, Any]) -> tuple[str, str]:
+    status = data.get("status")
+    if status == "pending":
+        return "info", f"{data.get('kind') or 'approval'} requested" + (f": {data['message']}" if data.get(
+            "message") else "")
+    decision = data.get("decision")
+    return ("warning" if status in ("rejected", "expired") else "info"), (
+        f"{status}" + (f" ({decision})" if decision else "") + (f" by {data['by']}" if data.get("by") else ""))
+
+
+def _event_entry(kind: str, data: dict[str, Any]) -> tuple[str, str]:
+    if kind == "step":
+        return _step_entry(data)
+    if kind == "governance":
+        return _governance_entry(data)
+    if kind == "approval":
+        return _approval_entry(data)
+    if kind == "run":
+        error = f": {data.get('error_code')}: {data['error']}" if data.get("error") else ""
+        return ("error" if data.get("status") == "failed" else "info"), f"run {data.get('status')}{error}"
+    if kind == "child":
+        return "info", f"started sub-workflow run {data.get('run')} ({data.get('workflow')} v{data.get('version')})"
+    return "warning", f"an event was refused: {data.get('reason', '')}"
+
+
+@dataclass(frozen=True)
+class Query:
+    level: str = "info"  # the least level shown
+    step: str = ""
+    text: str = ""
+    after: int = 0
+    limit: int = 500
+
+
+def _outputs(run: Run, step: str) -> dict[tuple[str, int], list[tuple[str, str]]]:
+    """(step, attempt) -> [(stream, text)]: what each attempt printed, where it is stored."""
+    printed: dict[tuple[str, int], list[tuple[str, str]]] = {}
+    rows = StepOutput.objects.filter(run=run)
+    if step:
+        rows = rows.filter(step=step)
+    for s, attempt, out, err in rows.values_list("step", "attempt", "stdout", "stderr"):
+        printed[(s, attempt)] = [(stream, text) for stream, text in (("stdout", out), ("stderr", err)) if text]
+    results = StepResult.objects.filter(run=run).exclude(stdout="")
+    if step:
+        results = results.filter(step=step)
+    for s, attempt, out in results.values_list("step", "attempt", "stdout"):
+        printed.setdefault((s, attempt), [("stdout", out)])
+    return printed
+
+
+def _attempt_ends(run: Run, step: str) -> dict[int, tuple[str, int]]:
+    """event id -> (step, attempt) of each step event that ended an attempt (the event after its `running`)."""
+    events = RunEvent.objects.filter(run=run, kind="step")
+    if step:
+        events = events.filter(step=step)
+    running: dict[str, int] = {}
+    ends: dict[int, tuple[str, int]] = {}
+    for event_id, s, data in events.order_by("id").values_list("id", "step", "data").iterator(chunk_size=2000):
+        if data.get("status") == StepStatus.RUNNING:
+            running[s] = data.get("attempt") or 0
+        elif s in running:
+            ends[event_id] = (s, running.pop(s))
+    return ends
+
+
+def run_log(run: Run, query: Query) -> tuple[list[Entry], int | None, int]:
+    """The entries after `query.after`, at most `query.limit` events read; the id to continue after (None at
+    the end), and the run's last event id."""
+    last = RunEvent.objects.filter(run=run).aggregate(last=Max("id"))["last"] or 0
+    events = RunEvent.objects.filter(run=run, id__gt=query.after, id__lte=last, kind__in=KINDS)
+    if query.step:
+        events = events.filter(step=query.step)
+    page = list(events.order_by("id").values_list("id", "kind", "step", "data", "at")[:query.limit + 1])
+    more = len(page) > query.limit
+    page = page[:query.limit]
+    ends = _attempt_ends(run, query.step) if any(kind == "step" for _, kind, *_ in page) else {}
+    printed = _outputs(run, query.step) if ends else {}
+    least = LEVELS.index(query.level)
+    needle = query.text.casefold()
+    entries = []
+    for entry in _entries(page, ends, printed):
+        if LEVELS.index(entry.level) < least:
+            continue
+        if needle and needle not in entry.text.casefold() and needle not in entry.step.casefold():
+            continue
+        entries.append(entry)
+    return entries, (page[-1][0] if more else None), last
+
+
+def _entries(page, ends, printed) -> Iterator[Entry]:
+    for event_id, kind, step, data, at in page:
+        level, text = _event_entry(kind, data)
+        when = at.isoformat()
+        yield Entry(event_id, when, level, step, kind, text)
+        for stream, output in printed.get(ends.get(event_id), ()):
+            yield Entry(event_id, when, "warning" if stream == "stderr" else "info", step, stream, output)

@@ -1,0 +1,208 @@
+"""The run view's panes read from the server: each attempt's own duration and the waits apart (the step panel, the
+Gantt's and the status list's first picture), and the run log (the page's, and its download). Every bad query
+parameter gets a clear 400 and changes nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from forge.console.attempts import step_times
+from forge.runs import services
+from forge.runs.models import Approval, RunEvent
+from tests.forge.conftest import fast_forward
+
+FLAKY = """
+name: flaky
+steps:
+  - {id: fetch, agent: mock, command: fetch, retry: {max_retries: 2, backoff_s: 1}, mock: {fail_times: 1, error: connection reset}}
+  - {id: load, agent: mock, command: load, on_failure: retry_once_then_escalate, depends_on: [fetch],
+     mock: {fail_times: 2, error: "Traceback (most recent call last):\\n  File x\\n  File y\\n  File z\\n  File w\\n  File v\\n  File u\\n  File t\\nValueError: disk full"}}
+  - {id: report, agent: mock, command: report, depends_on: [load], mock: {stdout: "rows: 3\\nall good"}}
+"""
+
+
+class Clock:
+    """The rounds' clock: now, moved on a little at every reading (so an attempt takes some time) and by `later`."""
+
+    def __init__(self):
+        self.at = timezone.now()
+
+    def __call__(self):
+        self.at += timedelta(milliseconds=20)
+        return self.at
+
+    def later(self, seconds: float) -> None:
+        self.at += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(timezone, "now", clock)
+    return clock
+
+
+@pytest.fixture
+def decided_later(save_workflow, operator, approver, clock):
+    """fetch fails once and is retried after a backoff; load fails twice, is escalated, and a person chooses
+    Retry 42 s later; its third attempt succeeds."""
+    run = fast_forward(services.run_start(user=operator, version=save_workflow(FLAKY)))
+    escalation = Approval.objects.get(run=run, status=Approval.PENDING)
+    clock.later(42)
+    services.approval_decide(user=approver, approval=escalation, decision="retry")
+    return fast_forward(run)
+
+
+def test_an_attempt_takes_its_own_time_and_the_decision_after_it_is_a_wait_of_its_own(decided_later):
+    load = step_times(decided_later, "load")
+    assert [a.number for a in load.attempts] == [1, 2, 3]
+    assert [a.status for a in load.attempts] == ["failed", "failed", "completed"]
+    second = load.attempts[1]
+    assert 0 < second.seconds < 2  # it failed at once: the 42 s after it are the person's
+    escalation = [w for w in load.waits if w.kind == "escalation"]
+    assert len(escalation) == 1 and escalation[0].seconds >= 42 and escalation[0].after == 2
+    assert (load.attempts[2].started_at - second.started_at).total_seconds() >= 42
+    fetch = step_times(decided_later, "fetch")
+    assert [a.status for a in fetch.attempts] == ["failed", "completed"]
+    assert [w.kind for w in fetch.waits if w.after == 1] == ["backoff", "queue"]
+    assert all(w.ended_at is not None for w in fetch.waits + load.waits)
+
+
+def test_the_step_panel_shows_each_attempts_duration_and_the_waits_apart(client, decided_later, operator):
+    client.force_login(operator)
+    html = client.get(reverse("console:step", args=[decided_later.pk, "load"])).content.decode()
+    took = {int(n): float(s) for n, s in re.findall(
+        r'<tr data-attempt="(\d)">.*?<td data-field="took">([0-9.]+) s</td>', html, re.S)}
+    assert set(took) == {1, 2, 3} and took[2] < 2
+    wait = re.search(r'<tr class="wait" data-wait="escalation">.*?<td>([0-9.]+) s</td><td colspan="3">([^<]+)</td>',
+                     html, re.S)
+    assert float(wait.group(1)) >= 42 and wait.group(2) == "waiting for a decision on its failure"
+    # in the order they happened: attempt 2, the escalation, the queue, attempt 3
+    order = re.findall(r'<tr (?:data-attempt="(\d)"|class="wait" data-wait="([a-z-]+)")', html)
+    assert [a or w for a, w in order].index("escalation") == [a or w for a, w in order].index("2") + 1
+
+
+def test_the_gantts_first_picture_has_every_step_with_its_attempts_and_waits(client, decided_later, operator):
+    client.force_login(operator)
+    data = client.get(reverse("console:attempts", args=[decided_later.pk])).json()
+    assert [s["id"] for s in data["steps"]] == ["fetch", "load", "report"]
+    load = data["steps"][1]
+    assert [(a["n"], a["status"]) for a in load["attempts"]] == [(1, "failed"), (2, "failed"), (3, "completed")]
+    assert "escalation" in [w["kind"] for w in load["waits"]]
+    assert data["last_event_id"] == RunEvent.objects.filter(run=decided_later).latest("id").pk
+    assert data["status"] == "completed" and data["finished_at"] and data["now"]
+
+
+def test_a_step_not_started_has_no_pieces(client, run, operator):
+    client.force_login(operator)
+    steps = {s["id"]: s for s in client.get(reverse("console:attempts", args=[run.pk])).json()["steps"]}
+    assert steps["ship"]["attempts"] == [] and steps["ship"]["waits"] == [] and steps["ship"]["status"] == "pending"
+    assert [w["kind"] for w in steps["sign_off"]["waits"]] == ["approval"]
+    assert steps["sign_off"]["waits"][0]["end"] is None  # still waiting
+
+
+def log(client, run, **query):
+    return client.get(reverse("console:run_log", args=[run.pk]), query)
+
+
+def test_the_log_has_every_steps_events_errors_decisions_and_output(client, decided_later, operator):
+    client.force_login(operator)
+    entries = log(client, decided_later).json()["entries"]
+    texts = [(e["level"], e["step"], e["kind"], e["text"]) for e in entries]
+    assert ("warning", "fetch", "step", "pending · attempt 1 · backoff before retrying · agent_error: "
+            "connection reset") in texts
+    assert any(level == "error" and step == "load" and "escalation" not in text and "ValueError: disk full" in text
+               for level, step, kind, text in texts)
+    assert any(kind == "approval" and "approved (retry) by april" in text for _, _, kind, text in texts)
+    assert ("info", "report", "stdout", "rows: 3\nall good") in texts
+    assert ("info", "", "run", "run completed") in texts
+    ids = [e["id"] for e in entries]
+    assert ids == sorted(ids)
+
+
+def test_the_log_filters_by_level_step_and_text(client, decided_later, operator):
+    client.force_login(operator)
+    errors = log(client, decided_later, level="error").json()["entries"]
+    assert errors and {e["level"] for e in errors} == {"error"}
+    warnings = log(client, decided_later, level="warning").json()["entries"]
+    assert {e["level"] for e in warnings} == {"warning", "error"} and len(warnings) > len(errors)
+    fetch = log(client, decided_later, step="fetch").json()["entries"]
+    assert fetch and {e["step"] for e in fetch} == {"fetch"}
+    found = log(client, decided_later, q="CONNECTION reset").json()["entries"]
+    assert found and all("connection reset" in e["text"] for e in found)
+    assert log(client, decided_later, q="nothing says this").json()["entries"] == []
+
+
+def test_the_log_comes_in_pages_and_continues_after_the_last_event_read(client, decided_later, operator):
+    client.force_login(operator)
+    whole = log(client, decided_later).json()
+    assert whole["next_after"] is None
+    seen, after = [], None
+    while True:
+        page = log(client, decided_later, limit=5, **({"after": after} if after else {})).json()
+        seen += page["entries"]
+        after = page["next_after"]
+        if after is None:
+            break
+    assert seen == whole["entries"]
+    assert log(client, decided_later, after=whole["last_event_id"]).json()["entries"] == []
+
+
+def test_the_log_downloads_as_text_and_as_json_lines(client, decided_later, operator):
+    client.force_login(operator)
+    text = log(client, decided_later, format="text", step="load")
+    assert text.status_code == 200 and text["Content-Type"].startswith("text/plain")
+    assert text["Content-Disposition"] == f'attachment; filename="run-{decided_later.pk}-load.log"'
+    body = text.content.decode()
+    assert "ValueError: disk full" in body and " fetch " not in body
+    assert re.search(r"^\S+ ERROR +load +step: failed · attempt 3|^\S+ ERROR +load +step: waiting", body, re.M)
+    lines = log(client, decided_later, format="jsonl", level="error")
+    assert lines["Content-Disposition"] == f'attachment; filename="run-{decided_later.pk}.jsonl"'
+    rows = [json.loads(line) for line in lines.content.decode().splitlines()]
+    assert rows and {r["level"] for r in rows} == {"error"}
+
+
+@pytest.mark.parametrize("query, says", [
+    ({"level": "debug"}, "level must be one of info, warning, error"),
+    ({"level": "<script>"}, "level must be one of"),
+    ({"format": "xml"}, "format must be one of json, text, jsonl"),
+    ({"step": "nosuch"}, "has no step named 'nosuch'"),
+    ({"step": "x" * 65}, "step must be at most 64 characters"),
+    ({"q": "q" * 201}, "q must be at most 200 characters"),
+    ({"after": "-1"}, "after must be a whole number"),
+    ({"after": "0"}, "after must be a whole number"),
+    ({"after": "1e3"}, "after must be a whole number"),
+    ({"after": "٣"}, "after must be a whole number"),
+    ({"after": str(2**64)}, "after must be a whole number"),
+    ({"limit": "0"}, "limit must be a whole number"),
+    ({"limit": "2001"}, "limit must be at most 2000"),
+    ({"limit": "20001", "format": "text"}, "limit must be at most 20000"),
+    ({"limit": "ten"}, "limit must be a whole number"),
+])
+def test_a_bad_log_parameter_is_refused_in_words(client, run, operator, query, says):
+    client.force_login(operator)
+    answer = log(client, run, **query)
+    assert answer.status_code == 400 and says in answer.json()["error"]
+
+
+@pytest.mark.parametrize("query", [{"limit": "1"}, {"limit": "2000"}, {"limit": "20000", "format": "jsonl"},
+                                   {"after": "1"}, {"after": str(2**63 - 1)}, {"q": "q" * 200},
+                                   {"step": "sign_off", "level": "warning", "format": "text"}])
+def test_a_log_parameter_at_its_bounds_is_taken(client, run, operator, query):
+    client.force_login(operator)
+    assert log(client, run, **query).status_code == 200
+
+
+def test_the_panes_are_for_those_who_may_see_the_run(client, run, outsider):
+    client.force_login(outsider)
+    assert client.get(reverse("console:attempts", args=[run.pk])).status_code == 403
+    assert log(client, run).status_code == 403
+    assert log(client, run, format="text").status_code == 403
+    client.logout()
+    assert client.get(reverse("console:attempts", args=[run.pk])).status_code == 302
