@@ -59,13 +59,18 @@ DECISIONS = ("approve", "reject", "retry", "skip", "abort")  # approve/reject an
 
 @dataclass(slots=True)
 class ApprovalDecided(Message):
-    """A decision on the step's pending approval: approve/reject, or retry/skip/abort for an escalation."""
+    """A decision on the step's pending approval: approve/reject, or retry/skip/abort for an escalation.
+
+    `by` names who decided, for messages; `by_id` identifies them to the runtime (None: no person, e.g. the
+    system or the local runner). Events written before `by_id` existed load with None.
+    """
 
     step: str
     decision: str
     by: str | None = None
     comment: str | None = None
     at: float = 0.0
+    by_id: int | None = None
 
 
 @dataclass(slots=True)

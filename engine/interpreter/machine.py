@@ -209,7 +209,7 @@ class Interpreter(FailureHandling):
         kind = record["kind"]
         positive = event.decision in ("approve", "retry", "skip")
         record.update(status="approved" if positive else "rejected", decision=event.decision,
-                      decided_at=self.state.now, by=event.by, comment=event.comment)
+                      decided_at=self.state.now, by=event.by, by_id=event.by_id, comment=event.comment)
         spec, st = self._specs[i], self._st[i]
         if kind == "approval":
             if event.decision == "approve" or spec.model.on_reject == "continue":
@@ -431,7 +431,7 @@ class Interpreter(FailureHandling):
             "id": approval_id, "step": self._ids[i], "kind": kind, "status": "pending", "decision": None,
             "options": list(options), "message": message, "approvers": list(approvers),
             "attempt": self._st[i].attempt, "requested_at": state.now, "decided_at": None, "by": None,
-            "comment": None})
+            "by_id": None, "comment": None})
         self._out.append(cmd.RequestApproval(approval_id, self._ids[i], kind, options, message, approvers))
 
     def _timer(self, i: int, seconds: float, purpose: str) -> None:

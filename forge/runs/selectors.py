@@ -48,7 +48,8 @@ def may_decide(user, approval: Approval) -> str | None:
             return f"this approval needs a member of {', '.join(sorted(approval.approvers))}"
         return "you are not an approver"
     if approval.run.started_by_id == user.pk and not settings.FORGE_ALLOW_SELF_APPROVAL:
-        return "you started this run, so someone else must decide (FORGE_ALLOW_SELF_APPROVAL is off)"
+        return ("you started this run, and self-approval is not allowed on this console: another approver must "
+                "decide")
     return None
 
 

@@ -142,12 +142,14 @@ def approval_decide(*, user, approval: Approval, decision: str, comment: str = "
 
 def _request_decision(user, approval: Approval, decision: str, comment: str, now) -> None:
     """Put the decision in the run's inbox (inside the caller's transaction, which holds the run's lock)."""
-    event = ApprovalDecided(approval.step, decision, by=_name(user), comment=comment or None, at=now.timestamp())
+    name, user_id = actor_of(user)  # the id credits the person; the system is no user (user_id None)
+    event = ApprovalDecided(approval.step, decision, by=name, by_id=user_id, comment=comment or None,
+                            at=now.timestamp())
     _, created = RunInput.objects.get_or_create(run_id=approval.run_id, key=inbox.decision(approval.key), defaults={
         "event": event.to_json(), "due_at": now, "created_at": now})
     if not created:
         raise ServiceError(f"this {approval.kind} has already been decided; the run is recording it")
-    verb = {"approve": "approved", "reject": "rejected"}.get(decision, f"escalation_{decision}")
-    audit(f"forge.approval.{verb}", user=user, run_id=approval.run_id, step=approval.step,
+    # Only asked here: the round audits what the run made of it (forge.runtime.rounds.DECIDED).
+    audit("forge.approval.decision_requested", user=user, run_id=approval.run_id, step=approval.step,
           attempt=approval.attempt, detail={"kind": approval.kind, "decision": decision, "comment": comment})
     transaction.on_commit(lambda: enqueue_advance(approval.run_id))

@@ -33,9 +33,13 @@ class Effects:
         self.events.append(RunEvent(run_id=self.run.pk, kind=kind, step=step, data=data, at=self.now))
 
     def audit(self, code: str, *, step: str = "", attempt: int | None = None, target: str = "",
-              detail: dict | None = None) -> None:
-        self.audits.append(audit_event(code, run_id=self.run.pk, step=step, attempt=attempt, target=target,
-                                       detail=detail, at=self.now))
+              detail: dict | None = None, actor: tuple[str, int | None] | None = None) -> None:
+        """`actor`: (name, user id) of the person whose request this round carries out; the system otherwise."""
+        event = audit_event(code, run_id=self.run.pk, step=step, attempt=attempt, target=target, detail=detail,
+                            at=self.now)
+        if actor is not None:
+            event.actor, event.actor_id = actor
+        self.audits.append(event)
 
     def add_input(self, key: str, event, due_at=None) -> None:
         """An event for this run's inbox, fed when it falls due (now, unless `due_at`)."""

@@ -19,6 +19,8 @@ from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
 from engine.interpreter.machine import EventRejected
 from forge import live
+from forge.audit.services import SYSTEM
+from forge.runs.decision_words import decided_words
 from forge.runs.models import Approval, Checkpoint, Run, RunEvent, RunInput, StepResult
 from forge.runtime import bridge, children, dispatch, inbox, leases, step_events, store
 from forge.runtime.completion import Completion, Outcome, record_completion
@@ -121,7 +123,7 @@ class Round:
     # -- feeding -----------------------------------------------------------------
 
     def feed_input(self, event: dict) -> None:
-        self.feed(ev.event_from_json(event))
+        self.feed(ev.event_from_json(_with_decider_id(event)))
         queued = self.effects.next_events
         while queued:
             self.feed(queued.pop(0))
@@ -135,11 +137,13 @@ class Round:
             effects.log("rejected", step, {"event": event.to_json(), "reason": str(exc)})
             if isinstance(event, ev.ApprovalDecided):
                 # A timeout or a halt ended the approval first; its row says so (written from the interpreter).
-                effects.audit("forge.approval.decision_too_late", step=step,
-                              detail={"decision": event.decision, "by": event.by, "reason": str(exc)})
+                effects.audit("forge.approval.decision_too_late", step=step, actor=_decider(event),
+                              detail={"decision": event.decision, "reason": str(exc)})
             return
         self.fed += 1
         effects.log(bridge.INPUT, getattr(event, "step", "") or "", event.to_json())
+        if isinstance(event, ev.ApprovalDecided):
+            self._audit_decided(event)
         if isinstance(event, ev.StepFinished):
             self.dispatcher.record_spend(event)
         for command in commands:
@@ -163,6 +167,14 @@ class Round:
                                                "message": command.message})
         effects.audit("forge.approval.requested", step=command.step, attempt=attempt,
                       detail={"kind": command.kind, "message": command.message})
+
+    def _audit_decided(self, event: ev.ApprovalDecided) -> None:
+        """What the run made of a person's decision, in their name (the request was audited when made)."""
+        record = next(a for a in reversed(self.interpreter.state.approvals)
+                      if a["step"] == event.step and a["decision"] == event.decision and a["status"] != "pending")
+        self.effects.audit(f"forge.approval.{DECIDED[event.decision]}", step=event.step, attempt=record["attempt"],
+                           actor=_decider(event),
+                           detail={"kind": record["kind"], "decision": event.decision, "comment": event.comment or ""})
 
     def _schedule_timer(self, command: cmd.ScheduleTimer) -> None:
         due_at = bridge.to_datetime(command.fire_at)
@@ -257,17 +269,18 @@ class Round:
                  if a["status"] != Approval.PENDING and self.approvals_before.get(a["id"]) != a["status"]]
         if not ended:
             return
-        names = {a["by"] for a in ended if a.get("by")}
-        users = dict(get_user_model().objects.filter(username__in=names).values_list("username", "pk")) if names \
-            else {}
+        deciders = _deciders(ended)
         for record in ended:
             decided_at = bridge.to_datetime(record.get("decided_at")) or self.now
+            by_id = deciders.get(record["id"])
             Approval.objects.filter(run=self.run, key=record["id"]).update(
                 status=record["status"], decision=record.get("decision"), comment=record.get("comment") or "",
-                decided_at=decided_at, decided_by_id=users.get(record.get("by")))
-            self.effects.log("approval", record["step"], {"approval": record["id"], "status": record["status"],
-                                                          "decision": record.get("decision"),
-                                                          "by": record.get("by")})
+                decided_at=decided_at, decided_by_id=by_id)
+            by = record.get("by") if by_id is not None else None
+            self.effects.log("approval", record["step"], {
+                "approval": record["id"], "status": record["status"], "decision": record.get("decision"),
+                "by": by, "by_id": by_id,
+                "says": decided_words(record["status"], record.get("decision"), by, decided_at)})
 
     def _checkpoint(self) -> None:
         run = self.run
@@ -282,6 +295,36 @@ class Round:
                      .values_list("pk", flat=True)[KEEP_CHECKPOINTS:])
         if stale:
             Checkpoint.objects.filter(pk__in=stale).delete()
+
+
+# The audit code of each decision once the run has taken it (forge.approval.<code>).
+DECIDED = {"approve": "approved", "reject": "rejected", "retry": "escalation_retry", "skip": "escalation_skip",
+           "abort": "escalation_abort"}
+
+
+def _decider(event: ev.ApprovalDecided) -> tuple[str, int | None]:
+    return (event.by or SYSTEM), event.by_id
+
+
+def _deciders(records: list[dict]) -> dict[str, int]:
+    """Approval id -> the user who decided it: the id the decision carried, if that user still exists."""
+    ids = {a["id"]: a["by_id"] for a in records if a.get("by_id") is not None}
+    if not ids:
+        return {}
+    existing = set(get_user_model().objects.filter(pk__in=set(ids.values())).values_list("pk", flat=True))
+    return {key: user_id for key, user_id in ids.items() if user_id in existing}
+
+
+def _with_decider_id(event: dict) -> dict:
+    """A decision put in the inbox before decisions carried the person's id names them by username only: find
+    the id once, when it is fed (the system is no user)."""
+    if event.get("type") != "ApprovalDecided" or "by_id" in event:
+        return event
+    by = event.get("by")
+    found = None
+    if by and by != SYSTEM:
+        found = get_user_model().objects.filter(username=by).values_list("pk", flat=True).first()
+    return {**event, "by_id": found}
 
 
 _APPLY = {

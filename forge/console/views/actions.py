@@ -17,7 +17,9 @@ from django.views.decorators.http import require_POST
 from engine.interpreter import DECISIONS
 from forge.console.restart_plan import restart_plan
 from forge.console.views.pages import require_view
+from forge.console.views.said import said, sent_by_htmx
 from forge.runs import services
+from forge.runs.decision_words import flash_words
 from forge.runs.models import Approval
 from forge.runs.selectors import runs_for_user
 
@@ -39,6 +41,13 @@ def _text(request, name: str) -> str:
     return value
 
 
+def sentence(exc: Exception) -> str:
+    """A refusal as a person reads it: a capital first letter and a full stop."""
+    text = str(exc).strip()
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else f"{text}."
+
+
 def _run(request, run_id: int):
     require_view(request)
     return get_object_or_404(runs_for_user(request.user), pk=run_id)
@@ -52,7 +61,7 @@ def run_cancel(request, run_id: int):
         services.run_cancel(user=request.user, run=run, reason=_text(request, "reason"))
         messages.success(request, f"Run {run.pk} is being cancelled: its running steps are stopped.")
     except (services.ServiceError, PermissionDenied) as exc:
-        messages.error(request, str(exc))
+        messages.error(request, sentence(exc))
     return redirect("console:run", run.pk)
 
 
@@ -64,14 +73,17 @@ def approval_decide(request, approval_id: int):
     decision = request.POST.get("decision", "")
     allowed = list(approval.options or DECISIONS)
     if decision not in allowed:
-        messages.error(request, f"choose one of {', '.join(allowed)}")
+        messages.error(request, f"Nothing was decided: choose one of {', '.join(allowed)}.")
     else:
         try:
-            services.approval_decide(user=request.user, approval=approval, decision=decision,
-                                     comment=_text(request, "comment"))
-            messages.success(request, f"{decision.capitalize()}: run {approval.run_id} / {approval.step}.")
+            decided = services.approval_decide(user=request.user, approval=approval, decision=decision,
+                                               comment=_text(request, "comment"))
+            say = messages.error if decided.status == Approval.EXPIRED else messages.success
+            say(request, flash_words(decision, decided))
         except (services.ServiceError, PermissionDenied) as exc:
-            messages.error(request, str(exc))
+            messages.error(request, sentence(exc))
+    if sent_by_htmx(request):
+        return said(request)
     return _back(request, reverse("console:run", args=[approval.run_id]))
 
 
@@ -83,7 +95,7 @@ def run_restart(request, run_id: int):
     try:
         plan = restart_plan(run, step)
     except ValueError:
-        messages.error(request, f"the workflow has no step {step[:64]!r}")
+        messages.error(request, f"The workflow has no step {step[:64]!r}.")
         return redirect("console:run", run.pk)
     if request.method == "POST":
         if request.POST.get("plan") != plan.fingerprint:
@@ -92,7 +104,7 @@ def run_restart(request, run_id: int):
         try:
             new = services.run_restart(user=request.user, run=run, step=step)
         except (services.ServiceError, PermissionDenied) as exc:
-            messages.error(request, str(exc))
+            messages.error(request, sentence(exc))
             return redirect("console:run", run.pk)
         messages.success(request, f"Run {new.pk} restarts run {run.pk} from {step}.")
         return redirect("console:run", new.pk)

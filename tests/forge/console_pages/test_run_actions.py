@@ -37,7 +37,7 @@ def test_an_approver_approves_with_a_comment_and_the_run_goes_on(client, waiting
     approval = Approval.objects.get(run=waiting)
     page = client.post(reverse("console:decide", args=[approval.pk]), {"decision": "approve", "comment": "fine"},
                        follow=True)
-    assert "Approve: run" in page.content.decode()
+    assert f"You approved sign_off in run {waiting.pk}. The run is recording it." in page.content.decode()
     run = fast_forward(waiting)
     approval.refresh_from_db()
     assert (approval.status, approval.comment, approval.decided_by, run.status) == (
@@ -58,8 +58,8 @@ def test_a_decision_the_approval_does_not_offer_changes_nothing(client, waiting,
     client.force_login(approver)
     approval = Approval.objects.get(run=waiting)
     page = client.post(reverse("console:decide", args=[approval.pk]), {"decision": "abort"}, follow=True)
-    assert "choose one of approve, reject" in page.content.decode()
-    assert not AuditEvent.objects.filter(code__startswith="forge.approval.", code__endswith="decided").exists()
+    assert "Nothing was decided: choose one of approve, reject." in page.content.decode()
+    assert not AuditEvent.objects.filter(code="forge.approval.decision_requested").exists()
 
 
 def test_an_operator_cancels_a_run_and_the_confirmation_says_what_stops(client, waiting, operator):

@@ -260,8 +260,9 @@ class TestBadDecisions:
         with pytest.raises(services.ServiceError, match="already approved"):
             services.approval_decide(user=admin_user, approval=approval, decision="reject")
         assert snapshot(run, approval) == before
-        assert AuditEvent.objects.filter(code__startswith="forge.approval.", run_id=run.pk).exclude(
-            code="forge.approval.requested").count() == 1
+        assert list(AuditEvent.objects.filter(code__startswith="forge.approval.", run_id=run.pk).exclude(
+            code="forge.approval.requested").values_list("code", flat=True)) == [
+                "forge.approval.decision_requested", "forge.approval.approved"]
 
     def test_a_decision_after_the_approval_timed_out_is_not_recorded_as_approved(self, operator, approver,
                                                                                 save_workflow, clock):
