@@ -5,11 +5,21 @@ rules (the same as `forge run --arg`) judge them."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from forge.runs.compiled import new_run_workflow
-from forge.workflows.models import WorkflowVersion
+from forge.runs.models import Run
+from forge.runs.selectors import runs_for_user
+from forge.workflows.models import Workflow, WorkflowVersion
+
+RUN_ID = re.compile(r"[0-9]{1,18}")  # a run's number, below the database's integer limit
+
+
+class RunFormRefused(ValueError):
+    """A Run form asked for something that is not there (a version, a run to run again): nothing starts."""
+
 
 @dataclass(frozen=True)
 class ArgField:
@@ -54,3 +64,29 @@ def posted_args(version: WorkflowVersion, posted) -> dict[str, str]:
         elif (value := posted.get(key, "")).strip():  # whole: run_start refuses what is too large
             given[field.name] = value
     return given
+
+def version_to_start(workflow: Workflow, posted) -> WorkflowVersion | None:
+    """The version the form starts: the one it names (a Run again of an older run), else the latest."""
+    given = posted.get("version")
+    if given is None:
+        return workflow.latest_version()
+    version = workflow.versions.filter(number=int(given)).first() if RUN_ID.fullmatch(given) else None
+    if version is None:
+        raise RunFormRefused(f"{workflow.name} has no version {given[:32]!r}: nothing was started.")
+    return version
+
+
+def run_again(user, workflow: Workflow, given: str) -> Run:
+    """The run whose arguments fill the form: one of this workflow's runs the person may see."""
+    run = None
+    if RUN_ID.fullmatch(given):
+        run = runs_for_user(user).filter(pk=int(given), workflow=workflow).select_related("version").first()
+    if run is None:
+        raise RunFormRefused(f"{workflow.name} has no run {given[:32]!r} you may see, so the form is not filled "
+                             f"from it.")
+    return run
+
+
+def run_again_values(run: Run) -> dict[str, str]:
+    """A run's arguments as the Run form's fields hold them."""
+    return {f"arg-{name}": _text(value) for name, value in run.args.items()}

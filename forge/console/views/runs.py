@@ -13,7 +13,9 @@ from django.shortcuts import get_object_or_404, render
 
 from forge.accounts.roles import can
 from forge.console.filters import Filters
+from forge.console.run_head import head_context
 from forge.console.run_view import run_view
+from forge.console.step_actions import step_actions
 from forge.console.step_panel import step_panel
 from forge.console.views.pages import require_view
 from forge.runs.models import RUN_STATUSES
@@ -68,7 +70,7 @@ def run_detail(request, run_id: int):
         "rows": view.nodes if request.GET.get("steps") == "all" else view.nodes[:STEP_ROWS],
         "graph": view.graph_json(), "decisions": decisions,
         "may_cancel": not run.finished and can(user, "run.cancel"),
-        "may_restart": can(user, "run.restart")})
+        "may_restart": can(user, "run.restart"), **head_context(user, view)})
 
 
 @login_required
@@ -79,4 +81,5 @@ def step_detail(request, run_id: int, step: str):
     panel = step_panel(run, step)
     if panel is None:
         raise Http404(f"run {run.pk} has no step {step[:64]!r}")
-    return render(request, "console/step_panel.html", {"panel": panel, "run": run})
+    return render(request, "console/step_panel.html", {"panel": panel, "run": run,
+                                                        "actions": step_actions(request.user, run, step)})

@@ -16,7 +16,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from forge.accounts.roles import can
-from forge.console.run_form import arg_fields, posted_args
+from forge.console.run_form import (RunFormRefused, arg_fields, posted_args, run_again, run_again_values,
+                                    version_to_start)
 from forge.console.views.pages import require_view
 from forge.console.workflow_graph import workflow_graph
 from forge.runs import services
@@ -60,10 +61,23 @@ def workflow_detail(request, name: str):
     version = workflow.latest_version()
     if request.method == "POST":
         return _start(request, workflow, version)
+    if "run_again" in request.GET and version and can(request.user, "run.start"):
+        return _run_again(request, workflow, version)
     return _page(request, workflow, version, arg_fields(version) if version else [])
 
 
-def _page(request, workflow, version, fields, status: int = 200):
+def _run_again(request, workflow, latest):
+    """The Run form of a run's own version, filled with its arguments, to start as is or changed."""
+    try:
+        again = run_again(request.user, workflow, request.GET["run_again"])
+    except RunFormRefused as exc:
+        messages.error(request, str(exc))
+        return _page(request, workflow, latest, arg_fields(latest), status=400)
+    return _page(request, workflow, latest, arg_fields(again.version, run_again_values(again)),
+                 form_version=again.version, again=again)
+
+
+def _page(request, workflow, version, fields, status: int = 200, *, form_version=None, again=None):
     runs = runs_for_user(request.user).filter(workflow=workflow).select_related("version", "started_by")
     return render(request, "console/workflow.html", {
         "nav": "workflows", "workflow": workflow, "version": version, "fields": fields,
@@ -71,10 +85,16 @@ def _page(request, workflow, version, fields, status: int = 200):
         "versions": _versions(workflow), "runs": runs.order_by("-id")[:20],
         "schedules": Schedule.objects.filter(workflow=workflow).order_by("pk"),
         "may_run": can(request.user, "run.start"), "may_schedule": can(request.user, "schedule.manage"),
+        "form_version": form_version or version, "again": again,
     }, status=status)
 
 
-def _start(request, workflow, version):
+def _start(request, workflow, latest):
+    try:
+        version = version_to_start(workflow, request.POST)
+    except RunFormRefused as exc:
+        messages.error(request, str(exc))
+        return _page(request, workflow, latest, arg_fields(latest) if latest else [], status=400)
     if version is None:
         messages.error(request, "This workflow has no saved version.")
         return redirect("console:workflow", workflow.name)
@@ -83,7 +103,7 @@ def _start(request, workflow, version):
                                  args_from_text=True)
     except (services.ServiceError, PermissionDenied) as exc:
         messages.error(request, str(exc))
-        return _page(request, workflow, version, arg_fields(version, request.POST), status=400)
+        return _page(request, workflow, latest, arg_fields(version, request.POST), status=400, form_version=version)
     messages.success(request, f"Run {run.pk} of {version} started.")
     return redirect("console:run", run.pk)
 

@@ -1,0 +1,119 @@
+"""What the run view's header says of a run: how it was started, its arguments, its clock, its phases, and
+which step the main button restarts from when no step is selected."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.urls import reverse
+from django.utils import timezone
+
+from engine.interpreter.state import StepStatus
+from engine.interpreter.triggers import UPSTREAM_FAILED
+from forge.accounts.roles import can
+from forge.console.run_view import RunView
+from forge.runs.models import Run
+from forge.schedules.models import ScheduleFire
+
+SHORT = 80  # characters of an argument's value shown before "show all"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """How the run was started: `kind` is person, schedule, restart, child or system."""
+
+    kind: str
+    by: str  # the person (or the schedule's owner); "" for the system
+    schedule_id: int | None = None
+    schedule_cron: str = ""
+    due_at: datetime | None = None
+    run_id: int | None = None  # the run restarted, or the parent run
+    step: str = ""  # the step restarted from, or the parent's step
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    text: str
+
+    @property
+    def short(self) -> str:
+        return self.text if len(self.text) <= SHORT else self.text[:SHORT] + "…"
+
+    @property
+    def long(self) -> bool:
+        return len(self.text) > SHORT
+
+
+@dataclass(frozen=True)
+class RunHead:
+    origin: Origin
+    args: list[Arg]
+    start: datetime  # when the clock starts: the run's first step, or its creation while none has started
+    end: datetime | None
+    phases: list[tuple[str, list[str]]]  # each phase and its steps, in the document's order
+    failed_step: str  # the step that failed (not one blocked by it); "" when none did
+
+    @property
+    def seconds(self) -> float:
+        return ((self.end or timezone.now()) - self.start).total_seconds()
+
+
+def duration_text(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min {secs:02d} s"
+    if minutes:
+        return f"{minutes} min {secs:02d} s"
+    return f"{secs} s"
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def origin(run: Run) -> Origin:
+    by = run.started_by.get_username() if run.started_by_id else ""
+    if run.restarted_from_id:
+        return Origin("restart", by, run_id=run.restarted_from_id, step=run.restart_from_step)
+    if run.parent_id:
+        return Origin("child", by, run_id=run.parent_id, step=run.parent_step)
+    # A schedule's fire record names the run it started (forge/schedules/firing.py).
+    fire = ScheduleFire.objects.filter(run=run).select_related("schedule").order_by("id").first()
+    if fire is not None:
+        return Origin("schedule", by, schedule_id=fire.schedule_id, schedule_cron=fire.schedule.cron,
+                      due_at=fire.due_at)
+    return Origin("person" if by else "system", by)
+
+
+def run_head(view: RunView) -> RunHead:
+    run = view.run
+    phases = {phase: [] for phase in view.phases}
+    for node in view.nodes:
+        if node.phase:
+            phases.setdefault(node.phase, []).append(node.id)
+    failed = next((node.id for node in view.nodes
+                   if node.status in (StepStatus.FAILED, StepStatus.TIMED_OUT) and node.error_code != UPSTREAM_FAILED),
+                  "")
+    end = (run.finished_at or run.progressed_at) if run.finished else None
+    return RunHead(origin=origin(run), args=[Arg(name, _text(value)) for name, value in sorted(run.args.items())],
+                   start=run.started_at or run.created_at, end=end, phases=list(phases.items()), failed_step=failed)
+
+
+def run_again_url(run: Run) -> str:
+    """The workflow page's Run form, of the run's own version, filled with its arguments."""
+    return f"{reverse('console:workflow', args=[run.workflow.name])}?run_again={run.pk}"
+
+
+def head_context(user, view: RunView) -> dict[str, Any]:
+    """What run_head.html needs beyond the run view's own context."""
+    head = run_head(view)
+    return {"head": head, "duration": duration_text(head.seconds), "may_start": can(user, "run.start"),
+            "run_again_url": run_again_url(view.run)}
