@@ -1,8 +1,16 @@
 // A workflow version's graph: Cytoscape on positions computed once per version by elkjs in its Web Worker and
 // kept on the server by the version's content hash. Until a version has them, the graph is drawn at once
-// with a quick layering, then moved. Used by the run view (run.js) and the workflow page (workflow.js).
+// with a quick layering, then moved. Fan-outs and chains of many steps are drawn folded into one node
+// (graph_groups.js) that opens on a click; the folded graph is laid out in the page. Used by the run view
+// (run.js) and the workflow page (workflow.js); graph_controls.js drives window.forgeGraph.view.
 (function () {
   "use strict";
+  const FONT = 11;
+  const MIN_FONT = 7; // a label smaller than this on screen is not drawn: it cannot be read
+  const READABLE = MIN_FONT / FONT; // the zoom from which labels show
+  const ZOOM = { min: 0.1, max: 3, fit: 1.5 }; // a fit never blows a small graph up past 1.5x
+  const GROUP = { width: 150, height: 64 };
+  const STEP = { width: 120, height: 44 };
 
   function quickLayout(nodes) {
     // Layers by longest upstream path, in document order: instant.
@@ -16,18 +24,17 @@
     return Object.fromEntries(nodes.map((n) => {
       const layer = layerOf(n);
       filled[layer] = (filled[layer] || 0) + 1;
-      return [n.id, { x: 60 + layer * 160, y: 22 + (filled[layer] - 1) * 60 }];
+      return [n.id, { x: 60 + layer * 170, y: 22 + (filled[layer] - 1) * 74 }];
     }));
   }
 
-  function elkLayout(nodes, workerUrl) {
-    const elk = new window.ELK({ workerUrl });
+  function elkLayout(elk, nodes) {
     return elk.layout({
       id: "root",
       layoutOptions: { "elk.algorithm": "layered", "elk.direction": "RIGHT", "elk.layered.spacing.nodeNodeBetweenLayers": "40",
                        // Positions are all the page takes: straight edge routing and one crossing sweep.
                        "elk.edgeRouting": "POLYLINE", "elk.layered.thoroughness": "1" },
-      children: nodes.map((n) => ({ id: n.id, width: 120, height: 44 })),
+      children: nodes.map((n) => ({ id: n.id, ...(n.proxy ? GROUP : STEP) })),
       edges: nodes.flatMap((n) => n.deps.map((d) => ({ id: d + "->" + n.id, sources: [d], targets: [n.id] }))),
     }).then((laid) => Object.fromEntries(laid.children.map((c) => [c.id, { x: c.x + c.width / 2, y: c.y + c.height / 2 }])));
   }
@@ -41,19 +48,44 @@
     }).catch(() => {});
   }
 
+  // What a folded group says of its steps' statuses on the run page (none on a workflow's page).
+  const ORDER = ["failed", "running", "waiting", "pending", "completed", "skipped", "cancelled"];
+  const WORD = { completed: "done", pending: "not started" };
+  function tally(members) {
+    const steps = window.forgeRun?.nodes;
+    if (!steps) return { text: "", status: "" };
+    const counts = {};
+    members.forEach((id) => { const s = steps.get(id)?.status || "pending"; counts[s] = (counts[s] || 0) + 1; });
+    const said = ORDER.filter((s) => counts[s]).map((s) => counts[s] + " " + (WORD[s] || s));
+    const status = ["failed", "running", "waiting"].find((s) => counts[s])
+      || (counts.completed === members.length ? "completed" : counts.pending ? "pending" : ORDER.find((s) => counts[s]));
+    return { text: said.slice(0, 3).join(" · "), status, counts };
+  }
+
   // container: the element, with data-elk-worker and data-layout-url; nodes: [{id, deps}]; layout: the stored
   // positions or null; labelOf(node), classOf(node): what each node shows; drawn(), laidOut(): when each happened.
   function draw({ container, nodes, layout, labelOf, classOf, drawn, laidOut }) {
     const stored = layout && nodes.every((n) => layout[n.id]) ? layout : null;
-    const positions = stored || quickLayout(nodes);
+    let full = stored || quickLayout(nodes); // every step's place, for the graph with nothing folded
     const big = nodes.length > 300;
+    const Groups = window.forgeGraphGroups;
+    const groups = Groups ? Groups.find(nodes) : [];
+    const groupOf = new Map();
+    groups.forEach((g) => g.members.forEach((id) => groupOf.set(id, g)));
+    const folded = new Set(groups.map((g) => g.id));
+    let elk = null;
+    const worker = () => (elk = elk || new window.ELK({ workerUrl: container.dataset.elkWorker }));
+    const foldedLayouts = new Map(); // folded groups -> positions of that graph, laid out in this page
+
     const cy = window.cytoscape({
       container,
       elements: [
-        ...nodes.map((n) => ({ data: { id: n.id, label: labelOf(n) }, position: positions[n.id], classes: classOf(n) })),
+        ...nodes.map((n) => ({ data: { id: n.id, label: labelOf(n) }, position: { x: 0, y: 0 }, classes: classOf(n) })),
+        ...groups.map((g) => ({ data: { id: g.id, label: "", group: 1 }, position: { x: 0, y: 0 }, classes: "group", selectable: false })),
         ...nodes.flatMap((n) => n.deps.map((d) => ({ data: { id: d + "->" + n.id, source: d, target: n.id } }))),
       ],
-      layout: { name: "preset" },
+      layout: { name: "preset", fit: false },
+      minZoom: ZOOM.min, maxZoom: ZOOM.max,
       // A large graph draws cheaper: straight edges, a bitmap while panning, no label too small to read.
       textureOnViewport: big, hideEdgesOnViewport: big,
       style: [
@@ -69,19 +101,173 @@
         { selector: ".status-skipped, .status-cancelled", style: { opacity: 0.45 } },
         { selector: "edge.taken", style: { width: 2.5, "line-color": "#1f7a3f", "target-arrow-color": "#1f7a3f" } },
         { selector: "edge.faded", style: { opacity: 0.3, "line-style": "dashed" } },
+        // What this file and graph_controls.js mark are data fields: run.js sets a step's classes whole.
+        { selector: "node.group", style: { width: GROUP.width, height: GROUP.height, "border-width": 4, "border-style": "double", "font-weight": "bold", "text-max-width": GROUP.width - 10 } },
+        { selector: "node.group[?open]", style: { width: 220, "text-max-width": 210, height: 30, "border-width": 1, "border-style": "dashed", "background-color": "#f5f6f8", "font-weight": "normal" } },
+        { selector: "node[?inside]", style: { visibility: "hidden", events: "no", width: 1, height: 1 } }, // its edges meet at its group
+        { selector: "edge[?folded]", style: { display: "none" } },
+        { selector: "node[?dim], edge[?dim]", style: { opacity: 0.2 } },
+        { selector: "node[?out]", style: { display: "none" } },
+        { selector: "node:selected", style: { "underlay-color": "#2457c5", "underlay-opacity": 0.3, "underlay-padding": 7 } },
+        { selector: "node[?focus]", style: { "outline-width": 3, "outline-color": "#1d2329", "outline-offset": 4 } },
       ],
     });
+
+    const folding = () => [...folded].sort().join(" ");
+    // Where every element goes for the graph as it is folded now: laid out at once, better when elkjs answers.
+    function arrange(then) {
+      if (!folded.size) return place(full);
+      const key = folding();
+      if (foldedLayouts.has(key)) return place(foldedLayouts.get(key));
+      const graph = Groups.condense(nodes, groups, folded);
+      place(quickLayout(graph));
+      elkLayout(worker(), graph).then((laid) => {
+        foldedLayouts.set(key, laid);
+        if (folding() !== key) return;
+        place(laid);
+        then?.();
+      }).catch(() => {}); // the quick layering stays
+    }
+
+    function place(at) {
+      cy.batch(() => {
+        nodes.forEach((n) => {
+          const g = groupOf.get(n.id);
+          cy.getElementById(n.id).position(at[g && folded.has(g.id) ? g.id : n.id]);
+        });
+        groups.forEach((g) => {
+          if (folded.has(g.id)) { cy.getElementById(g.id).position(at[g.id]); return; }
+          const xs = g.members.map((id) => at[id].x);
+          const top = Math.min(...g.members.map((id) => at[id].y));
+          cy.getElementById(g.id).position({ x: (Math.min(...xs) + Math.max(...xs)) / 2, y: top - STEP.height / 2 - 28 });
+        });
+      });
+    }
+
+    function mark() {
+      // Members of a folded group hide behind it; of the edges that cross into it, one each way is drawn.
+      cy.batch(() => {
+        nodes.forEach((n) => { const g = groupOf.get(n.id); cy.getElementById(n.id).data("inside", g && folded.has(g.id) ? 1 : 0); });
+        const seen = new Set();
+        const end = (id) => { const g = groupOf.get(id); return g && folded.has(g.id) ? g.id : id; };
+        cy.edges().forEach((e) => {
+          const key = end(e.data("source")) + "\u0000" + end(e.data("target"));
+          const hide = end(e.data("source")) === end(e.data("target")) || seen.has(key);
+          seen.add(key);
+          e.data("folded", hide ? 1 : 0);
+        });
+        groups.forEach(relabel);
+      });
+      describe();
+    }
+
+    function relabel(g) {
+      const shut = folded.has(g.id);
+      const said = tally(g.members);
+      const first = g.members[0];
+      const last = g.members[g.members.length - 1];
+      const label = shut ? ["+" + g.members.length + " steps", first + " … " + last, said.text].filter(Boolean).join("\n")
+        : "− fold " + g.members.length + " steps (" + first + " … " + last + ")";
+      const proxy = cy.getElementById(g.id);
+      proxy.data({ label, open: shut ? 0 : 1 });
+      proxy.classes("group" + (shut && said.status ? " status-" + said.status : ""));
+    }
+
+    function describe() {
+      const shown = nodes.length - groups.filter((g) => folded.has(g.id)).reduce((sum, g) => sum + g.members.length, 0) + folded.size;
+      container.setAttribute("aria-label", "Graph of " + nodes.length + " step" + (nodes.length === 1 ? "" : "s")
+        + (folded.size ? ", drawn as " + shown + " nodes: " + folded.size + " group" + (folded.size === 1 ? "" : "s") + " of many steps folded" : "")
+        + ". Arrow keys move between steps, Enter opens the step or group, plus and minus zoom, 0 fits.");
+    }
+
+    function fit(eles) {
+      // An opened group's header is no step: the steps decide what fits.
+      let on = eles && eles.length ? eles : cy.nodes().filter((n) => n.visible() && !n.data("open"));
+      if (!on.length) on = cy.nodes().filter((n) => n.visible());
+      if (!on.length) on = cy.nodes();
+      cy.fit(on, 30);
+      if (cy.zoom() > ZOOM.fit) cy.zoom(ZOOM.fit);
+      cy.center(on); // also when the zoom stopped at its least
+      changed();
+    }
+
+    function zoomBy(factor) {
+      const level = Math.min(ZOOM.max, Math.max(ZOOM.min, cy.zoom() * factor));
+      cy.zoom({ level, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
+      changed();
+    }
+
+    const changed = () => container.dispatchEvent(new CustomEvent("forge:graph-changed"));
+
+    function show(group) {
+      // An opened group: its first steps at a zoom a person reads, or all of it when that fits as readable.
+      const members = cy.collection(group.members.map((id) => cy.getElementById(id))).union(cy.getElementById(group.id));
+      fit(members);
+      if (cy.zoom() < 1) { cy.zoom(1); cy.center(cy.getElementById(group.id)); changed(); }
+    }
+
+    function open(id, quiet) {
+      const g = groups.find((x) => x.id === id);
+      if (!g || !folded.has(id)) return;
+      folded.delete(id);
+      mark();
+      arrange(() => { if (!quiet) show(g); });
+      if (!quiet) show(g);
+    }
+
+    function fold(id) {
+      const g = groups.find((x) => x.id === id);
+      if (!g || folded.has(id)) return;
+      folded.add(id);
+      mark();
+      arrange(() => fit());
+      fit();
+    }
+
+    function reveal(id, centre = true) {
+      // A step in a folded group opens it; then the step is in view.
+      const g = groupOf.get(id);
+      if (g && folded.has(g.id)) open(g.id, true);
+      const node = cy.getElementById(id);
+      if (!node.length) return;
+      cy.$(":selected").unselect();
+      node.select();
+      const at = node.renderedPosition();
+      if (centre || at.x < 0 || at.y < 0 || at.x > cy.width() || at.y > cy.height()) {
+        if (cy.zoom() < 1) cy.zoom(1);
+        cy.center(node);
+        changed();
+      }
+    }
+
+    groups.forEach((g) => cy.getElementById(g.id).on("tap", (e) => {
+      e.stopPropagation(); // a group is no step: run.js opens a step's panel on a tap
+      (folded.has(g.id) ? open : fold)(g.id);
+    }));
+    document.addEventListener("forge:events", (e) => {
+      const touched = new Set();
+      e.detail.events.forEach((ev) => { if (ev.kind === "step" && groupOf.has(ev.step)) touched.add(groupOf.get(ev.step)); });
+      if (touched.size) cy.batch(() => touched.forEach(relabel));
+    });
+    document.addEventListener("forge:select", (e) => { if (e.detail.step) reveal(e.detail.step, false); else cy.$(":selected").unselect(); });
+
+    mark();
+    arrange(() => fit());
+    fit();
     cy.ready(() => requestAnimationFrame(() => { drawn(); if (stored) laidOut(); }));
     if (!stored) {
-      elkLayout(nodes, container.dataset.elkWorker).then((laid) => {
+      elkLayout(worker(), nodes).then((laid) => {
         keepLayout(container.dataset.layoutUrl, laid);
-        cy.batch(() => cy.nodes().forEach((n) => n.position(laid[n.id()])));
-        cy.fit(undefined, 30);
+        full = laid;
+        if (!folded.size) { place(full); fit(); }
         requestAnimationFrame(laidOut);
       }).catch(() => {}); // the quick layering stays
     }
+    const view = { cy, container, nodes, groups, groupOf, folded, fit, zoomBy, open, fold, reveal, ZOOM, READABLE, changed };
+    window.forgeGraph.view = view;
+    document.dispatchEvent(new CustomEvent("forge:graph", { detail: view }));
     return cy;
   }
 
-  window.forgeGraph = { draw };
+  window.forgeGraph = { draw, view: null };
 })();
