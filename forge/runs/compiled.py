@@ -29,15 +29,17 @@ def _library_key(library: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _compiled(version: WorkflowVersion, library: dict[str, Any]) -> Workflow:
-    key = (version.pk, _library_key(library))
+def _compiled(version_id: int, library: dict[str, Any], version=None) -> Workflow:
+    """`version` is read (from `version` or by id) only when the cache misses: a hit costs no query."""
+    key = (version_id, _library_key(library))
     with _LOCK:
         found = _WORKFLOWS.get(key)
         if found is not None:
             _WORKFLOWS.move_to_end(key)
             return found
+    source = (version or WorkflowVersion.objects.only("source").get(pk=version_id)).source
     # shell_agents=(): the save checked placeholders against the shell agents of its day; dispatch checks them again
-    workflow = load_workflow(version.source.encode("utf-8"), library=library or None, shell_agents=())
+    workflow = load_workflow(source.encode("utf-8"), library=library or None, shell_agents=())
     with _LOCK:
         _WORKFLOWS[key] = workflow
         while len(_WORKFLOWS) > CACHED:
@@ -47,13 +49,14 @@ def _compiled(version: WorkflowVersion, library: dict[str, Any]) -> Workflow:
 
 def run_workflow(run: Run) -> Workflow:
     """The compiled workflow the run pinned: its version with the library entries it was started with."""
-    return _compiled(run.version, run.library or {})
+    version = run.version if Run.version.is_cached(run) else None
+    return _compiled(run.version_id, run.library or {}, version)
 
 
 def new_run_workflow(version: WorkflowVersion) -> tuple[Workflow, dict[str, dict]]:
     """The version compiled with today's library, for a run not yet started, and the entries it uses (the run
     keeps that snapshot). WorkflowInvalid when today's library no longer has an entry it names."""
     entries = step_library()
-    workflow = _compiled(version, entries)
+    workflow = _compiled(version.pk, entries, version)
     used = {spec.model.library_step for spec in workflow.steps if spec.model.library_step}
     return workflow, {name: entries[name] for name in sorted(used) if name in entries}
