@@ -15,6 +15,7 @@ from typing import Any
 
 from engine.expressions import Scope
 from engine.governance.context import GateContext, PolicyRule, policy_scope, rule_holds
+from engine.money import money_text
 
 ALLOW, BLOCK, HOLD = "allow", "block", "hold"
 
@@ -122,7 +123,8 @@ def _over(total: float, limit: float) -> bool:
 
 
 def _committed(spent: float, reserved: float) -> str:
-    return f"{spent:.2f} spent" + (f", {reserved:.2f} reserved by steps in flight" if reserved else "")
+    held = f", {money_text(reserved)} reserved by steps in flight" if reserved else ""
+    return f"{money_text(spent)} spent{held}"
 
 
 def budget_agent(ctx: GateContext) -> GateResult:
@@ -134,8 +136,9 @@ def budget_agent(ctx: GateContext) -> GateResult:
     total = agent.month_spend + agent.month_reserved + ctx.step.estimated_cost
     if _over(total, agent.monthly_budget):
         return block("budget_exceeded", False,
-                     f"agent {agent.name!r} would spend {total:.2f} this month, over its monthly "
-                     f"budget of {agent.monthly_budget:.2f} ({_committed(agent.month_spend, agent.month_reserved)})")
+                     f"agent {agent.name!r} would spend {money_text(total)} this month, over its monthly "
+                     f"budget of {money_text(agent.monthly_budget)} "
+                     f"({_committed(agent.month_spend, agent.month_reserved)})")
     return allow()
 
 
@@ -150,8 +153,9 @@ def budget_envelopes(ctx: GateContext) -> GateResult:
         total = envelope.spent + envelope.reserved + step.estimated_cost
         if _over(total, envelope.limit):
             return block("budget_exceeded", False,
-                         f"budget {envelope.name!r} ({envelope.scope}) would reach {total:.2f}, "
-                         f"over its limit of {envelope.limit:.2f} ({_committed(envelope.spent, envelope.reserved)})")
+                         f"budget {envelope.name!r} ({envelope.scope}) would reach {money_text(total)}, "
+                         f"over its limit of {money_text(envelope.limit)} "
+                         f"({_committed(envelope.spent, envelope.reserved)})")
     return allow()
 
 

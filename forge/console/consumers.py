@@ -167,16 +167,19 @@ class RunStream(FollowsSession):
 
 
 class PageStream(FollowsSession):
-    """`ws/live/?topics=runs`: tells a page when what it lists changed, so it reads itself again.
+    """`ws/live/?topics=runs,approvals`: htmx's ws extension on every page (base.html) hears here when what the
+    page lists changed, as HTML it swaps in (watch.notice): the badge's count, and a fresh read of the page.
 
-    Every page has the approvals topic (the top bar's badge: its count comes with the notice); a runs list or
-    the dashboard adds `runs`. The first notice of each topic is sent on connect, so a change between the
-    page's render and the socket's join is not missed. A wake-up or the poll makes it compare signatures.
+    Every page watches approvals (the top bar's badge); `topics` names what the page lists besides (a runs list
+    `runs`, the inbox `approvals`, the dashboard both). Every topic counts as changed on connect, so a change
+    between the page's render and the socket's join is not missed. A wake-up or the poll makes it compare
+    signatures.
     """
 
     async def connect(self):
         wanted = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("topics", [""])[0].split(",")
-        self.topics = [APPROVALS] + [topic for topic in watch.TOPICS if topic in wanted and topic != APPROVALS]
+        self.listed = [topic for topic in watch.TOPICS if topic in wanted]
+        self.topics = [APPROVALS] + [topic for topic in self.listed if topic != APPROVALS]
         self.seen: dict[str, tuple] = {}
         self.woken = asyncio.Event()
         self.watcher = None
@@ -211,14 +214,14 @@ class PageStream(FollowsSession):
 
     async def check(self):
         user = self.scope["user"]
+        changed = []
         for topic in self.topics:
             now = await database_sync_to_async(watch.signature)(user, topic)
             if self.seen.get(topic) != now:
                 self.seen[topic] = now
-                notice = {"type": "changed", "topic": topic}
-                if topic == APPROVALS:
-                    notice["count"] = len(now)
-                await self.send(text_data=json.dumps(notice))
+                changed.append(topic)
+        if changed:
+            await self.send(text_data=watch.notice(changed, self.listed, len(self.seen[APPROVALS])))
 
 
 async def _join(consumer, groups: list[str]) -> None:

@@ -1,21 +1,30 @@
-"""What the dashboard shows a person: runs in flight, approvals waiting for them, recent failures, each
-budget's spend this month, and the kill switch."""
+"""What the dashboard shows a person: runs in flight, approvals waiting for them, runs per day by status over
+the last DAYS days with their success rate, the workflows that failed recently, each budget's spend this
+month, and the kill switch."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import date, timedelta
 
+from django.db.models import Count, Max
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from engine.interpreter.state import RunStatus
 from forge.governance.models import BudgetEnvelope
 from forge.governance.reservations import Ledger
 from forge.runs.models import Approval, Run
+from forge.accounts.roles import can
 from forge.runs.selectors import approvals_for_user, runs_for_user
 from forge.schedules.selectors import kill_switch
 
 RECENT = 10
+DAYS = 14
+FAILED_SINCE_DAYS = 7
+# Each day's bar, bottom to top: the class it is drawn with (lists.css) and the words of its legend.
+SHARES = (("completed", "completed"), ("failed", "failed"), ("cancelled", "cancelled"), ("in_flight", "in flight"))
+CHART_W, CHART_H, BAR_W, TOP = 280, 120, 14, 14  # the SVG's viewBox; TOP leaves room for each day's total
 
 
 @dataclass(frozen=True)
@@ -34,14 +43,69 @@ class Budget:
     def reserved_pct(self) -> float:
         return min(100.0 - self.spent_pct, 100 * self.reserved / self.limit) if self.limit else 0.0
 
+    @property
+    def used_up(self) -> bool:
+        """At or over its limit, open reservations included: what refuses a schedule's run."""
+        return self.spent + self.reserved >= self.limit
+
+
+@dataclass(frozen=True)
+class Piece:
+    share: str  # completed, failed, cancelled or in_flight
+    count: int
+    y: float
+    height: float
+
+
+@dataclass(frozen=True)
+class Day:
+    day: date
+    total: int
+    pieces: list[Piece]
+    x: float
+
+    @property
+    def center(self) -> float:
+        return self.x + BAR_W / 2
+
+    @property
+    def top(self) -> float:
+        """Where the day's total is written: just above its bar."""
+        return min([p.y for p in self.pieces] + [CHART_H]) - 2
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{p.count} {dict(SHARES)[p.share]}" for p in self.pieces) or "no run"
+
+
+@dataclass(frozen=True)
+class Chart:
+    days: list[Day]
+    ended: int  # runs of these days that ended
+    completed: int
+
+    @property
+    def success_pct(self) -> int | None:
+        return round(100 * self.completed / self.ended) if self.ended else None
+
+
+@dataclass(frozen=True)
+class FailingWorkflow:
+    name: str
+    failures: int  # in the last FAILED_SINCE_DAYS days
+    last_at: object  # when the last one ended
+    last_run: Run
+
 
 @dataclass(frozen=True)
 class Board:
     in_flight: list[Run]
     approvals: list[Approval]
-    failures: list[Run]
+    chart: Chart
+    failing: list[FailingWorkflow]
     budgets: list[Budget]
     kill_switch: object
+    may_switch: bool  # may engage or lift the kill switch
 
 
 def budgets(now=None) -> list[Budget]:
@@ -50,13 +114,56 @@ def budgets(now=None) -> list[Budget]:
     return [Budget(e.name, e.scope, float(e.limit), *map(float, figures[e.pk])) for e in envelopes]
 
 
+def _share(status: str) -> str:
+    return status if status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED) else "in_flight"
+
+
+def chart(runs, today: date) -> Chart:
+    """Runs created on each of the last DAYS days (UTC), stacked by how they stand, drawn to the busiest day."""
+    first = today - timedelta(days=DAYS - 1)
+    counts: dict[date, dict[str, int]] = {first + timedelta(days=n): {} for n in range(DAYS)}
+    rows = (runs.filter(created_at__date__gte=first).annotate(day=TruncDate("created_at"))
+            .values("day", "status").annotate(n=Count("id")))
+    for row in rows:
+        if row["day"] in counts:
+            shares = counts[row["day"]]
+            shares[_share(row["status"])] = shares.get(_share(row["status"]), 0) + row["n"]
+    busiest = max([sum(shares.values()) for shares in counts.values()] + [1])
+    scale = (CHART_H - TOP) / busiest
+    days = []
+    for n, (day, shares) in enumerate(counts.items()):
+        pieces, bottom = [], CHART_H
+        for share, _ in SHARES:
+            if count := shares.get(share, 0):
+                height = count * scale
+                bottom -= height
+                pieces.append(Piece(share, count, round(bottom, 2), round(height, 2)))
+        days.append(Day(day, sum(shares.values()), pieces, n * CHART_W / DAYS + (CHART_W / DAYS - BAR_W) / 2))
+    ended = sum(shares.get(s, 0) for shares in counts.values() for s in ("completed", "failed", "cancelled"))
+    completed = sum(shares.get("completed", 0) for shares in counts.values())
+    return Chart(days, ended, completed)
+
+
+def failing(runs, since) -> list[FailingWorkflow]:
+    """The workflows with a run that failed since `since`, the latest failure first."""
+    failed = runs.filter(status=RunStatus.FAILED, finished_at__gte=since)
+    per = failed.values("workflow_id").annotate(n=Count("id"), last_at=Max("finished_at")).order_by("-last_at")
+    shown = []
+    for row in per[:RECENT]:
+        last = failed.filter(workflow_id=row["workflow_id"], finished_at=row["last_at"]).order_by("-id").first()
+        shown.append(FailingWorkflow(last.workflow.name, row["n"], row["last_at"], last))
+    return shown
+
+
 def for_user(user) -> Board:
     runs = runs_for_user(user).select_related("workflow", "version", "started_by")
-    week_ago = timezone.now() - timedelta(days=7)
+    now = timezone.now()
     return Board(
         in_flight=list(runs.exclude(status__in=RunStatus.TERMINAL).order_by("-id")[:RECENT]),
         approvals=approvals_for_user(user)[:RECENT],
-        failures=list(runs.filter(status=RunStatus.FAILED, finished_at__gte=week_ago).order_by("-finished_at")[:RECENT]),
+        chart=chart(runs_for_user(user), now.date()),
+        failing=failing(runs, now - timedelta(days=FAILED_SINCE_DAYS)),
         budgets=budgets(),
         kill_switch=kill_switch(),
+        may_switch=can(user, "killswitch.set"),
     )

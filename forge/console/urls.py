@@ -4,6 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path
 
 from forge.console.views import actions, audit, live, pages, run_panes, runs, workflows
+from forge.console.views import kill_switch
 
 app_name = "console"
 
@@ -27,4 +28,5 @@ urlpatterns = [
     path("approvals/<int:approval_id>/decide/", actions.approval_decide, name="decide"),
     path("layouts/<str:content_hash>/", workflows.layout_keep, name="layout"),
     path("live/status/", live.live_status, name="live_status"),
+    path("killswitch/", kill_switch.kill_switch, name="kill_switch"),
 ]

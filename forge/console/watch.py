@@ -1,12 +1,16 @@
-"""What the list pages' live socket compares: a small signature of each topic, read for one person.
+"""What the list pages' live socket compares, and what it sends: a small signature of each topic, read for
+one person, and the fragment htmx's ws extension swaps in when one changed.
 
-A page re-reads itself only when its topic's signature changes, so a busy run's step events do not make
-every open runs list fetch again.
+A page re-reads itself only when a topic it lists changes, so a busy run's step events do not make every open
+runs list fetch again. The fragment is the top bar's badge (every page watches approvals for it) and, for a
+page that lists a topic that changed, an element that makes htmx read the page again and swap in its parts
+marked hx-swap-oob (the runs table, the dashboard's cards, the inbox).
 """
 
 from __future__ import annotations
 
 from django.db.models import Max
+from django.utils.html import format_html
 
 from forge.accounts.roles import can
 from forge.live import APPROVALS, RUNS
@@ -28,3 +32,21 @@ def signature(user, topic: str) -> tuple:
     newest = runs.aggregate(newest=Max("id"))["newest"]
     moving = runs.exclude(status__in=RunStatus.TERMINAL).order_by("id").values_list("id", "status")
     return newest, tuple(moving)
+
+
+# hx-get "" reads the page's own address again; swap "none" leaves the page as it is but for the parts the
+# answer marks hx-swap-oob; a newer read replaces one still on its way (body:replace), so an older answer
+# never lands last. It replaces the page's empty #live-refresh (base.html), and runs as soon as htmx has placed it.
+REFRESH = ('<div id="live-refresh" hidden hx-swap-oob="true" hx-get="" hx-trigger="load" hx-swap="none" '
+           'hx-sync="body:replace"></div>')
+
+
+def notice(changed: list[str], listed: list[str], approvals_waiting: int) -> str:
+    """What the socket sends when the topics `changed` did, to a page that lists the topics `listed`."""
+    parts = []
+    if APPROVALS in changed:
+        parts.append(format_html('<span id="approvals-badge" hx-swap-oob="innerHTML">{}</span>',
+                                 approvals_waiting))
+    if set(changed) & set(listed):
+        parts.append(REFRESH)
+    return "".join(parts)

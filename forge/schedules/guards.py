@@ -13,8 +13,7 @@ from datetime import datetime
 from engine.arguments import ArgumentsInvalid, resolve_args
 from engine.problems import WorkflowInvalid
 from forge.accounts.roles import can
-from forge.governance.models import BudgetEnvelope
-from forge.governance.reservations import Ledger
+from forge.governance.budget_check import exhausted_budget
 from forge.runs.compiled import new_run_workflow
 from forge.runs.creation import RunRefused, check_args_size, check_references
 from forge.schedules.models import Dispatch, Schedule
@@ -48,24 +47,10 @@ def kill_switch_off(attempt: Attempt) -> Refusal | None:
 
 
 def within_budget(attempt: Attempt) -> Refusal | None:
-    """No run starts while a budget covering its workflow (org, or workflow:<name>) has already used its
-    limit, open reservations included. Only a pre-check: each step's dispatch still reserves its cost."""
-    name = attempt.schedule.workflow.name
-    envelopes = list(BudgetEnvelope.objects.filter(enabled=True, scope__in=("org", f"workflow:{name}"))
-                     .order_by("pk"))
-    if not envelopes:
-        return None
-    # Read without row locks: this reserves nothing, and a round locks runs before envelopes.
-    figures = Ledger.open(attempt.now, envelopes, (), lock=False).envelopes
-    for envelope in envelopes:
-        spent, reserved = figures[envelope.pk]
-        if spent + reserved >= envelope.limit:
-            period = " this month" if envelope.monthly else ""
-            held = f" ({reserved:.2f} of it reserved by steps in flight)" if reserved else ""
-            return Refusal(Dispatch.BUDGET_EXCEEDED,
-                           f"budget {envelope.name!r} ({envelope.scope}) has used {spent + reserved:.2f} of its "
-                           f"{envelope.limit:.2f} limit{period}{held}")
-    return None
+    """No run starts while a budget covering its workflow has already used its limit (the Run form says the
+    same before a person starts one)."""
+    why = exhausted_budget(attempt.schedule.workflow.name, attempt.now)
+    return None if why is None else Refusal(Dispatch.BUDGET_EXCEEDED, why)
 
 
 def valid(attempt: Attempt) -> Refusal | None:

@@ -231,7 +231,7 @@ def test_the_inbox_badge_and_runs_list_follow_along_without_a_reload(console, br
     adam = console.login(browser, "adam")
     adam.goto(console.url + "/approvals/")
     for page in (olive, april, adam):
-        page.wait_for_function("() => window.forgeLive.connected")
+        page.wait_for_selector("[data-live-indicator][data-state=live]")
 
     [first] = start_runs(console, "Acme")
     olive.wait_for_selector(f"tr[data-run='{first}'] .status-running")

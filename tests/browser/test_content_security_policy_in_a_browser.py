@@ -44,7 +44,7 @@ def test_an_admin_walks_every_console_page_and_the_admin_without_a_violation(con
     adam = console.login(browser, "adam")  # the login page, under the policy too
     assert adam.url == console.url + "/"
 
-    adam.wait_for_function("() => window.forgeLive.connected")  # the dashboard's socket: connect-src 'self' admits ws:
+    adam.wait_for_selector("[data-live-indicator][data-state=live]")  # the dashboard's socket: connect-src 'self' admits ws:
     assert box(adam, ".budget svg.bar")["width"] > 100 and box(adam, ".budget svg.bar")["height"] > 5
 
     adam.goto(console.url + f"/runs/{waiting}/")  # the first page to draw this version: elkjs lays it out

@@ -12,6 +12,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 
 from forge.accounts.roles import can
+from forge.console import runs_list
 from forge.console.filters import Filters
 from forge.console.run_head import head_context
 from forge.console.run_view import run_view
@@ -44,16 +45,21 @@ def run_list(request):
     if until := given.day("until", end=True):
         runs = runs.filter(created_at__lte=until)
     sort = given.choice("sort", SORTS, default="-id")
-    filters = {k: v for k, v in given.values.items() if k != "sort"}
+    tab = given.choice("tab", runs_list.TABS)
+    filters = {k: v for k, v in given.values.items() if k not in ("sort", "tab")}
     for problem in given.problems:
         messages.error(request, problem)
     if given.problems:
         runs = runs.none()
-    page = Paginator(runs.order_by(SORTS[sort], "-id"), PER_PAGE).get_page(request.GET.get("page"))
+    tabs = runs_list.tabs(runs)
+    page = Paginator(runs_list.in_tab(runs, tab).order_by(SORTS[sort], "-id"), PER_PAGE).get_page(
+        request.GET.get("page"))
     query = urlencode({k: v for k, v in filters.items() if v})
+    in_tab = f"{query}&tab={tab}" if tab else query
     return render(request, "console/runs.html", {
-        "nav": "runs", "page": page, "filters": filters, "sort": sort, "statuses": [s for s, _ in RUN_STATUSES],
-        "query": query, "query_sorted": f"{query}&sort={sort}" if query else f"sort={sort}"},
+        "nav": "runs", "page": page, "rows": runs_list.rows(request.user, list(page)), "tabs": tabs, "tab": tab,
+        "filters": filters, "sort": sort, "statuses": [s for s, _ in RUN_STATUSES], "query": query,
+        "query_tab": in_tab, "query_sorted": f"{in_tab}&sort={sort}" if in_tab else f"sort={sort}"},
         status=400 if given.problems else 200)
 
 

@@ -57,7 +57,7 @@ CASES = {
     "schedule_toggle": Case(form={}),
     "approvals": Case(),
     "audit": Case(query=("run", "actor", "code", "since", "until", "page")),
-    "runs": Case(query=("status", "workflow", "started_by", "since", "until", "sort", "page")),
+    "runs": Case(query=("status", "workflow", "started_by", "since", "until", "sort", "tab", "page")),
     "run": Case(query=("steps",)),
     "step": Case(),
     "attempts": Case(),
@@ -68,6 +68,7 @@ CASES = {
     "decide": Case(form={"decision": "approve", "comment": "fine", "next": "/approvals/"}),
     "layout": Case(json=True),
     "live_status": Case(),
+    "kill_switch": Case(form={"engaged": "on", "reason": "incident 42"}),
 }
 ROUTES = {p.name: p for p in urls.urlpatterns if isinstance(p, URLPattern)}
 
