@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path
 
 from forge.console.views import actions, audit, live, pages, run_panes, runs, workflows
-from forge.console.views import kill_switch
+from forge.console.views import decisions, kill_switch
 
 app_name = "console"
 
@@ -23,6 +23,7 @@ urlpatterns = [
     path("runs/<int:run_id>/steps/<str:step>/", runs.step_detail, name="step"),
     path("runs/<int:run_id>/attempts/", run_panes.run_attempts, name="attempts"),
     path("runs/<int:run_id>/log/", run_panes.run_log_view, name="run_log"),
+    path("runs/<int:run_id>/decisions/", decisions.run_decisions, name="decisions"),
     path("runs/<int:run_id>/cancel/", actions.run_cancel, name="cancel"),
     path("runs/<int:run_id>/restart/", actions.run_restart, name="restart"),
     path("approvals/<int:approval_id>/decide/", actions.approval_decide, name="decide"),

@@ -15,6 +15,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from engine.interpreter import DECISIONS
+from forge.accounts.roles import can
 from forge.console.restart_plan import restart_plan
 from forge.console.views.pages import require_view
 from forge.console.views.said import said, sent_by_htmx
@@ -108,4 +109,15 @@ def run_restart(request, run_id: int):
             return redirect("console:run", run.pk)
         messages.success(request, f"Run {new.pk} restarts run {run.pk} from {step}.")
         return redirect("console:run", new.pk)
-    return render(request, "console/restart.html", {"nav": "runs", "run": run, "plan": plan})
+    return render(request, "console/restart.html", {"nav": "runs", "run": run, "plan": plan,
+                                                    "refusal": restart_refusal(request.user, run)})
+
+
+def restart_refusal(user, run) -> str | None:
+    """Why `user` may not restart `run` now, in words, or None: the plan is shown either way, the button only
+    to those who may press it."""
+    if not can(user, "run.restart"):
+        return "Only Operators and Admins restart runs: you may read the plan, not start it."
+    if not run.finished:
+        return f"Run {run.pk} is still {run.status}: only an ended run can be restarted."
+    return None

@@ -18,9 +18,10 @@ from forge.console.run_head import head_context
 from forge.console.run_view import run_view
 from forge.console.step_actions import step_actions
 from forge.console.step_panel import step_panel
+from forge.console.views.decisions import decisions_for
 from forge.console.views.pages import require_view
 from forge.runs.models import RUN_STATUSES
-from forge.runs.selectors import may_decide, runs_for_user
+from forge.runs.selectors import runs_for_user
 from forge.workflows.models import Workflow
 
 PER_PAGE = 50
@@ -70,7 +71,7 @@ def run_detail(request, run_id: int):
                             pk=run_id)
     view = run_view(run)
     user = request.user
-    decisions = [(approval, may_decide(user, approval)) for approval in view.approvals]
+    decisions = decisions_for(user, run)
     return render(request, "console/run.html", {
         "nav": "runs", "view": view, "run": run,
         "rows": view.nodes if request.GET.get("steps") == "all" else view.nodes[:STEP_ROWS],

@@ -1,0 +1,73 @@
+"""The run page's approval cards arrive live for everyone watching the run, in Chromium against daphne and a real
+cluster: an operator (who may not decide) sees the card and why, an approver sees its form, and once decided the
+card goes for both, none of them reloading."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+TWO_GATES = """
+name: two_gates
+steps:
+  - {id: go, approval: required, approval_message: "start the release?"}
+  - {id: sign_off, approval: required, approval_message: "ship it?", depends_on: [go]}
+  - {id: ship, agent: mock, command: ship, depends_on: [sign_off]}
+"""
+LIVE = "() => document.getElementById('live').dataset.state === 'live'"
+
+
+def cards(step: str, count: int) -> str:
+    return f"() => document.querySelectorAll('#decisions [data-approval-key]').length === {count}" + (
+        f" && document.querySelector('#decisions').textContent.includes('{step}:')" if count else "")
+
+
+def open_run(console, browser, name: str, run_id: int):
+    page = console.login(browser, name)
+    page.goto(f"{console.url}/runs/{run_id}/")
+    page.wait_for_function(LIVE)
+    page.evaluate("() => { window.notReloaded = true; }")  # gone if the page loads again
+    return page
+
+
+@pytest.mark.parametrize("console", ["sqlite"], indirect=True)
+def test_the_card_and_why_arrive_live_for_each_viewer_and_go_once_decided(console, browser):
+    console.deployment.query("from forge.workflows.services import workflow_version_save\n"
+                             f"result = workflow_version_save(user=None, source={TWO_GATES!r}).number")
+    run_id = console.deployment.query(
+        "from django.contrib.auth.models import User\nfrom forge.runs import services\n"
+        "from forge.workflows.models import Workflow\n"
+        "result = services.run_start(user=User.objects.get(username='olive'), "
+        "version=Workflow.objects.get(name='two_gates').latest_version()).pk")
+    olive = open_run(console, browser, "olive", run_id)
+    april = open_run(console, browser, "april", run_id)
+    for page in (olive, april):
+        page.wait_for_function(cards("go", 1))  # rendered with the page, or arrived: either way the first card
+
+    # Adam lets the release start from elsewhere: the first card goes, the second arrives on both pages.
+    console.deployment.query(
+        "from django.contrib.auth.models import User\nfrom forge.runs import services\n"
+        "from forge.runs.models import Approval\n"
+        f"a = Approval.objects.get(run_id={run_id}, step='go')\n"
+        "result = services.approval_decide(user=User.objects.get(username='adam'), approval=a, "
+        "decision='approve').pk")
+    for page in (olive, april):
+        page.wait_for_function(cards("sign_off", 1))
+        assert page.evaluate("() => window.notReloaded === true")
+    card = olive.locator("#decisions [data-approval-key]")
+    assert "ship it?" in card.inner_text()
+    assert "You cannot decide this: you are not an approver." in card.inner_text()
+    assert card.locator("button").count() == 0
+    console.shot(olive, "operator-sees-why")
+    form = april.locator("#decisions [data-approval-key] form")
+    assert [b.inner_text() for b in form.locator("button").all()] == ["Approve", "Reject"]
+    console.shot(april, "approver-sees-form")
+
+    april.fill("#decisions [data-approval-key] input[name=comment]", "all good")
+    april.click("#decisions [data-approval-key] button[value=approve]")
+    for page in (olive, april):
+        page.wait_for_function(cards("", 0))
+        page.wait_for_function("() => window.forgeRun.runStatus === 'completed'")
+    assert olive.evaluate("() => window.notReloaded === true")
+    olive.wait_for_function("() => window.forgeDecisions.reads >= 2")  # its own read saw the decision too
