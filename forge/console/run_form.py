@@ -65,6 +65,7 @@ def posted_args(version: WorkflowVersion, posted) -> dict[str, str]:
             given[field.name] = value
     return given
 
+
 def version_to_start(workflow: Workflow, posted) -> WorkflowVersion | None:
     """The version the form starts: the one it names (a Run again of an older run), else the latest."""
     given = posted.get("version")

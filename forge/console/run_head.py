@@ -62,7 +62,10 @@ class RunHead:
         return ((self.end or timezone.now()) - self.start).total_seconds()
 
 
-def duration_text(seconds: float) -> str:
+def duration_text(seconds: float, *, ticking: bool = False) -> str:
+    """A duration in words; an ended one under 10 s to a tenth (a clock still ticking shows whole seconds)."""
+    if seconds < 10 and not ticking:
+        return f"{max(0.0, seconds):.1f} s"
     seconds = max(0, int(seconds))
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
@@ -115,5 +118,6 @@ def run_again_url(run: Run) -> str:
 def head_context(user, view: RunView) -> dict[str, Any]:
     """What run_head.html needs beyond the run view's own context."""
     head = run_head(view)
-    return {"head": head, "duration": duration_text(head.seconds), "may_start": can(user, "run.start"),
+    return {"head": head, "duration": duration_text(head.seconds, ticking=head.end is None),
+            "may_start": can(user, "run.start"),
             "run_again_url": run_again_url(view.run)}

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from django.urls import reverse
 
+from forge.console.run_head import duration_text
 from forge.runs import services
 from forge.runs.models import Approval, Run
 from forge.schedules import services as schedules
@@ -67,12 +68,20 @@ def test_every_role_reads_the_arguments_origin_duration_and_phases(client, faile
     assert f"Started by {failed.started_by.get_username()} at" in said
     assert 'data-origin="person"' in head
     assert "region = eu-west" in said and "copies = 1" in said
-    assert re.search(r"Duration \d+ s", said), said
+    assert re.search(r"Duration \d+\.\d s", said), said  # ended quickly: to a tenth
     assert 'data-end=""' not in head  # an ended run's clock is fixed
     assert "intake (1 step) → ship (2 steps)" in said
     may_start = role != "approver"
     assert ("Run again" in said) == may_start
     assert ("Restart from the failed step (load)" in said) == may_start  # approvers may not restart
+
+
+@pytest.mark.parametrize(("seconds", "ticking", "said"), [
+    (0, False, "0.0 s"), (0.44, False, "0.4 s"), (9.94, False, "9.9 s"), (9.99, True, "9 s"), (10, False, "10 s"),
+    (59.9, False, "59 s"), (60, False, "1 min 00 s"), (3599, True, "59 min 59 s"), (3600, False, "1 h 00 min 00 s"),
+    (90061, False, "25 h 01 min 01 s"), (-3, False, "0.0 s")])
+def test_a_duration_reads_in_words(seconds, ticking, said):
+    assert duration_text(seconds, ticking=ticking) == said
 
 
 def test_the_steps_table_names_each_step_and_its_phase(client, failed, operator):
@@ -170,7 +179,7 @@ class TestStepPanel:
         assert "Restart from" not in html  # the run has not ended
         client.force_login(operator)  # who may not decide it is told why
         html = client.get(reverse("console:step", args=[run.pk, "sign_off"])).content.decode()
-        assert 'value="approve"' not in html and "You are not an approver." in html
+        assert 'value="approve"' not in html and "You cannot decide this: you are not an approver." in html
 
 
 class TestRunAgain:

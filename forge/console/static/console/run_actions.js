@@ -14,7 +14,8 @@
   let timer = 0;
 
   // The same words as run_head.duration_text.
-  function words(seconds) {
+  function words(seconds, ticking) {
+    if (seconds < 10 && !ticking) return Math.max(0, seconds).toFixed(1) + " s";
     const s = Math.max(0, Math.floor(seconds));
     const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
     const two = (n) => String(n).padStart(2, "0");
@@ -24,7 +25,7 @@
   }
 
   function tick() {
-    clock.textContent = words(((end ?? Date.now() + skew) - start) / 1000);
+    clock.textContent = words(((end ?? Date.now() + skew) - start) / 1000, end === null);
   }
 
   function stop(at) {
