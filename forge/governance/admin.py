@@ -9,7 +9,7 @@ from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy, Toke
 # What a shell agent's config adds to its steps' sandbox (docs/sandbox.md), said where an Admin opens the network.
 SHELL_CONFIG_HELP = (
     "Shell agents run each step in a sandbox without network and with limits: \"network\": true (only for agents "
-    "the server's operator lists in FORGE_SHELL_NETWORK_AGENTS) gives its steps the worker's own network, which reaches everything the worker reaches, 127.0.0.1 included (PostgreSQL, "
+    "the server's operator allows by name in the server's configuration) gives its steps the worker's own network, which reaches everything the worker reaches, 127.0.0.1 included (PostgreSQL, "
     "Redis, the console, any local service); \"limits\": {\"cpu_seconds\", \"memory_mb\", \"processes\", "
     "\"file_mb\", \"tmp_mb\", \"output_kb\"} change the defaults (see docs/sandbox.md)")
 

@@ -143,8 +143,8 @@ def shell_network_problem(agent) -> str | None:
             or agent.name in settings.FORGE_SHELL_NETWORK_AGENTS:
         return None
     return (f"network: agent {agent.name!r} may not have the network: its steps would reach everything the worker "
-            f"reaches, local databases included; the server's operator allows it by listing the agent in "
-            f"FORGE_SHELL_NETWORK_AGENTS")
+            f"reaches, local databases included; only the server's operator can allow it, for this agent by name, "
+            f"in the server's configuration (docs/sandbox.md)")
 
 
 class BudgetEnvelope(models.Model):

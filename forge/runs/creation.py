@@ -56,7 +56,7 @@ def check_timeouts(workflow: Workflow) -> None:
         seconds = spec.model.timeout_s
         if seconds is not None and seconds > limit and spec.kind == "agent":
             raise RunRefused(f"step {spec.id!r} has a timeout of {seconds:g} s, longer than this installation "
-                             f"allows (FORGE_STEP_TIMEOUT_MAX_S={limit})")
+                             f"allows (at most {limit:g} s)")
 
 
 def check_args_size(args: dict) -> None:
@@ -74,7 +74,7 @@ def check_args_size(args: dict) -> None:
     size = len(text.encode("utf-8"))
     if size > limit:
         raise RunRefused(f"the run's arguments are {size} bytes as JSON, more than this installation allows "
-                         f"(FORGE_MAX_ARGS_BYTES={limit}); pass large data as a file or a reference instead")
+                         f"(at most {limit} bytes); pass large data as a file or a reference instead")
 
 
 def create_run(*, version: WorkflowVersion, workflow: Workflow, used_library: dict, args: dict, user=None,

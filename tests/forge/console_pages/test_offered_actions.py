@@ -158,3 +158,20 @@ def test_the_cards_fragment_lists_nothing_once_decided(client, waiting, approver
     fast_forward(waiting)
     html = page(client, approver, reverse("console:decisions", args=[waiting.pk]))
     assert 'class="card approval"' not in html and 'id="decisions"' in html
+
+
+LONG = """
+name: long_step
+steps:
+  - {id: crunch, agent: mock, command: crunch, timeout: 900}
+"""
+
+
+def test_a_refused_run_says_the_bound_in_words_not_the_setting(client, save_workflow, operator, settings):
+    settings.FORGE_STEP_TIMEOUT_MAX_S = 600
+    save_workflow(LONG)
+    client.force_login(operator)
+    html = client.post(reverse("console:workflow", args=["long_step"]), {}, follow=True).content.decode()
+    assert ("step &#x27;crunch&#x27; has a timeout of 900 s, longer than this installation allows "
+            "(at most 600 s)") in html
+    assert "FORGE_" not in html and not Run.objects.exists()
