@@ -13,6 +13,7 @@ from django.db.models import Max
 from engine.interpreter.state import StepStatus, Wait
 from forge.console.attempts import WAIT_NAMES, WAIT_SAYS
 from forge.runs.models import Run, RunEvent, StepOutput, StepResult
+from forge.runs.sentences import never_ran, status_word
 
 LEVELS = ("info", "warning", "error")
 KINDS = ("step", "governance", "approval", "run", "child", "rejected")  # the input events repeat these
@@ -38,6 +39,8 @@ class Entry:
 
 def _step_entry(data: dict[str, Any]) -> tuple[str, str]:
     status, attempt, wait, error = data.get("status"), data.get("attempt") or 0, data.get("wait"), data.get("error")
+    if never_ran(status, data.get("error_code")):  # a consequence of the failure upstream, not one of its own
+        return "warning", status_word(status, data.get("error_code"))
     text = str(status) + (f" · attempt {attempt}" if attempt else "")
     if wait:
         text += " · " + WAIT_SAYS.get(WAIT_NAMES.get(wait, wait), f"waiting ({wait})")

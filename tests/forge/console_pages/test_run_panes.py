@@ -206,3 +206,23 @@ def test_the_panes_are_for_those_who_may_see_the_run(client, run, outsider):
     assert log(client, run, format="text").status_code == 403
     client.logout()
     assert client.get(reverse("console:attempts", args=[run.pk])).status_code == 302
+
+
+FAILS = """
+name: fails
+steps:
+  - {id: load, agent: mock, command: load, mock: {fail_times: 9, error: disk full}}
+  - {id: report, agent: mock, command: report, depends_on: [load]}
+"""
+
+
+def test_a_step_that_never_ran_is_no_error_of_its_own(client, save_workflow, operator):
+    run = fast_forward(services.run_start(user=operator, version=save_workflow(FAILS)))
+    client.force_login(operator)
+    steps = {s["id"]: s for s in client.get(reverse("console:attempts", args=[run.pk])).json()["steps"]}
+    assert steps["report"]["never_ran"] and steps["report"]["word"] == "not run: upstream failed"
+    assert steps["report"]["attempts"] == [] and not steps["load"]["never_ran"]
+    errors = log(client, run, level="error").json()["entries"]
+    assert {e["step"] for e in errors} == {"load", ""}  # the step that failed, and the run
+    report = log(client, run, step="report").json()["entries"]
+    assert [(e["level"], e["text"]) for e in report][-1] == ("warning", "not run: upstream failed")

@@ -1,6 +1,6 @@
 // The Gantt beside the graph (the Graph | Gantt toggle): one row per step on the run's clock, each attempt a piece
 // of its own with a marker where the next begins, the wait before a start drawn lighter, a running attempt
-// growing to the "now" line, a step not started as an outline from when its upstream ended. Only the rows in view
+// growing to the "now" line, a step not started as an outline at the now line. Only the rows in view
 // are drawn (a thousand-step run scrolls as quickly as a ten-step one). Drawn from forgeAttempts (run_attempts.js).
 (function () {
   "use strict";
@@ -61,17 +61,6 @@
   }
   const tickText = (ms) => (ms < 60000 ? ms / 1000 + " s" : ms < 3600000 ? ms / 60000 + " min" : ms / 3600000 + " h");
 
-  function lastEnd(model, id) { // when a step's upstream had all ended (where a step not started could begin)
-    const node = window.forgeRun && window.forgeRun.nodes && window.forgeRun.nodes.get(id);
-    let at = null;
-    for (const dep of (node && node.deps) || []) {
-      const s = model.steps.get(dep);
-      const a = s && s.attempts[s.attempts.length - 1];
-      if (a && a.end !== null) at = Math.max(at || 0, a.end);
-    }
-    return at;
-  }
-
   function draw() {
     frame = 0;
     const model = window.forgeAttempts;
@@ -117,11 +106,10 @@
                "attempt " + a.n + ": " + a.status + ", " + secs(to - a.start));
         if (k > 0) el("line", { x1: x(a.start), x2: x(a.start), y1: y + 1, y2: y + ROW - 1, class: "marker" }, g);
       });
-      if (!s.attempts.length && !s.waits.length) {
-        const from = lastEnd(model, s.id) || start;
-        const to = live ? Math.max(now, from) : end;
-        titled(el("rect", { x: x(from), y: y + 5, width: Math.max(8, x(to) - x(from)), height: ROW - 10,
-                            class: "outline", "data-outline": "true" }, g), s.id + ": " + (s.neverRan ? s.word : "not started"));
+      if (!s.attempts.length && !s.waits.length) { // at the earliest it starts now; in an ended run, never
+        const at = x(live ? now : end);
+        titled(el("rect", { x: at - 16, y: y + 5, width: 16, height: ROW - 10, class: "outline", "data-outline": "true" }, g),
+               s.id + ": " + (s.neverRan ? s.word : live ? "not started" : "never started"));
       }
     }
     if (live) el("line", { x1: x(now), x2: x(now), y1: 0, y2: (last - first) * ROW, class: "now-line" }, svg);

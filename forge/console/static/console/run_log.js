@@ -28,7 +28,7 @@
   function load() {
     if (loading) { again = true; return; }
     loading = true;
-    fetch(url + (after ? "?after=" + after : ""), { credentials: "same-origin" })
+    fetch(url + "?limit=2000" + (after ? "&after=" + after : ""), { credentials: "same-origin" })
       .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
       .then((page) => {
         entries.push(...page.entries);
