@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from engine.secrets import redact_secrets
 from forge.runs.compiled import new_run_workflow
 from forge.runs.models import Run
 from forge.runs.selectors import runs_for_user
@@ -88,6 +89,9 @@ def run_again(user, workflow: Workflow, given: str) -> Run:
     return run
 
 
-def run_again_values(run: Run) -> dict[str, str]:
-    """A run's arguments as the Run form's fields hold them."""
-    return {f"arg-{name}": _text(value) for name, value in run.args.items()}
+def run_again_values(run: Run) -> tuple[dict[str, str], list[str]]:
+    """A run's arguments as the Run form's fields hold them, and the names of those left out: a value the audit
+    trail would redact (a credential-named argument, a URL's password or query) is typed again, never shown."""
+    shown = redact_secrets(run.args)
+    withheld = sorted(name for name, value in run.args.items() if shown.get(name) != value)
+    return {f"arg-{name}": _text(value) for name, value in run.args.items() if name not in withheld}, withheld

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from engine.interpreter.state import StepStatus
 from engine.interpreter.triggers import UPSTREAM_FAILED
+from engine.secrets import redact_secrets
 from forge.accounts.roles import can
 from forge.console.run_view import RunView
 from forge.runs.models import Run
@@ -37,7 +38,8 @@ class Origin:
 @dataclass(frozen=True)
 class Arg:
     name: str
-    text: str
+    text: str  # as the audit trail shows it: a credential-named argument, a URL's password or query redacted
+    redacted: bool = False
 
     @property
     def short(self) -> str:
@@ -106,7 +108,9 @@ def run_head(view: RunView) -> RunHead:
                    if node.status in (StepStatus.FAILED, StepStatus.TIMED_OUT) and node.error_code != UPSTREAM_FAILED),
                   "")
     end = (run.finished_at or run.progressed_at) if run.finished else None
-    return RunHead(origin=origin(run), args=[Arg(name, _text(value)) for name, value in sorted(run.args.items())],
+    shown = redact_secrets(run.args)
+    args = [Arg(name, _text(shown[name]), redacted=shown[name] != value) for name, value in sorted(run.args.items())]
+    return RunHead(origin=origin(run), args=args,
                    start=run.started_at or run.created_at, end=end, phases=list(phases.items()), failed_step=failed)
 
 

@@ -73,11 +73,12 @@ def _run_again(request, workflow, latest):
     except RunFormRefused as exc:
         messages.error(request, str(exc))
         return _page(request, workflow, latest, arg_fields(latest), status=400)
-    return _page(request, workflow, latest, arg_fields(again.version, run_again_values(again)),
-                 form_version=again.version, again=again)
+    values, withheld = run_again_values(again)
+    return _page(request, workflow, latest, arg_fields(again.version, values), form_version=again.version,
+                 again=again, withheld=withheld)
 
 
-def _page(request, workflow, version, fields, status: int = 200, *, form_version=None, again=None):
+def _page(request, workflow, version, fields, status: int = 200, *, form_version=None, again=None, withheld=()):
     runs = runs_for_user(request.user).filter(workflow=workflow).select_related("version", "started_by")
     return render(request, "console/workflow.html", {
         "nav": "workflows", "workflow": workflow, "version": version, "fields": fields,
@@ -85,7 +86,7 @@ def _page(request, workflow, version, fields, status: int = 200, *, form_version
         "versions": _versions(workflow), "runs": runs.order_by("-id")[:20],
         "schedules": Schedule.objects.filter(workflow=workflow).order_by("pk"),
         "may_run": can(request.user, "run.start"), "may_schedule": can(request.user, "schedule.manage"),
-        "form_version": form_version or version, "again": again,
+        "form_version": form_version or version, "again": again, "withheld": withheld,
     }, status=status)
 
 

@@ -114,6 +114,33 @@ def test_a_long_argument_is_cut_with_a_way_to_see_all(client, save_workflow, ope
     assert "x" * 80 + "…" in arg
 
 
+SECRETIVE = """
+name: secretive
+args:
+  api_token: {type: string}
+  source: {type: string}
+  region: {type: string}
+steps:
+  - {id: pull, agent: mock, command: pull, mock: {outputs: {ok: true}}}
+"""
+
+
+def test_an_argument_that_reads_as_a_secret_is_shown_redacted_and_not_filled_again(client, save_workflow, operator):
+    """The format marks no argument secret; the header shows what the audit trail shows of the same arguments."""
+    run = fast_forward(services.run_start(user=operator, version=save_workflow(SECRETIVE), args={
+        "api_token": "tok-4242-hidden", "source": "https://bob:hunter2@example.com/rows?sig=abc", "region": "eu"}))
+    client.force_login(operator)
+    html = client.get(reverse("console:run", args=[run.pk])).content.decode()
+    assert "tok-4242-hidden" not in html and "hunter2" not in html and "sig=abc" not in html
+    said = text(head_of(client, run))
+    assert "api_token = [redacted]" in said and "source = [redacted]" in said  # a URL with a password
+    assert "region = eu" in said
+    form = client.get(f"/workflows/secretive/?run_again={run.pk}").content.decode()
+    assert "tok-4242-hidden" not in form and "hunter2" not in form
+    assert 'name="arg-region" value="eu"' in form and 'name="arg-api_token" value=""' in form
+    assert "Not filled, as they read as secrets: api_token, source; type them again." in form
+
+
 def test_a_run_started_by_a_schedule_says_which(client, save_workflow, operator):
     workflow = save_workflow(PHASED).workflow
     monday = datetime(2030, 1, 14, 10, 0, 30, tzinfo=UTC)
