@@ -12,6 +12,7 @@ from django.db.models import Max
 
 from engine.interpreter.state import StepStatus, Wait
 from forge.console.attempts import WAIT_NAMES, WAIT_SAYS
+from forge.runs.decision_words import decided_words
 from forge.runs.models import Run, RunEvent, StepOutput, StepResult
 from forge.runs.sentences import never_ran, status_word
 
@@ -68,9 +69,8 @@ def _approval_entry(data: dict[str, Any]) -> tuple[str, str]:
     if status == "pending":
         return "info", f"{data.get('kind') or 'approval'} requested" + (f": {data['message']}" if data.get(
             "message") else "")
-    decision = data.get("decision")
-    return ("warning" if status in ("rejected", "expired") else "info"), (
-        f"{status}" + (f" ({decision})" if decision else "") + (f" by {data['by']}" if data.get("by") else ""))
+    return ("warning" if status in ("rejected", "expired") else "info"), decided_words(
+        status, data.get("decision"), data.get("by"))  # the log's own column says when
 
 
 def _event_entry(kind: str, data: dict[str, Any]) -> tuple[str, str]:

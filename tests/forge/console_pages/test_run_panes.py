@@ -119,7 +119,7 @@ def test_the_log_has_every_steps_events_errors_decisions_and_output(client, deci
             "connection reset") in texts
     assert any(level == "error" and step == "load" and "escalation" not in text and "ValueError: disk full" in text
                for level, step, kind, text in texts)
-    assert any(kind == "approval" and "approved (retry) by april" in text for _, _, kind, text in texts)
+    assert any(kind == "approval" and text == "Retry chosen by april" for _, _, kind, text in texts)
     assert ("info", "report", "stdout", "rows: 3\nall good") in texts
     assert ("info", "", "run", "run completed") in texts
     ids = [e["id"] for e in entries]
