@@ -75,6 +75,17 @@ def test_the_run_page_offers_cancel_and_the_decision_only_to_those_who_may(clien
 
 
 @pytest.mark.parametrize("person", ROLES, indirect=True)
+def test_an_ended_run_offers_restart_and_run_again_only_to_those_who_may(client, failed, person):
+    html = page(client, person, reverse("console:run", args=[failed.pk]))
+    assert ('id="run-main-action"' in html) == can(person, "run.restart")
+    assert ("Restart from here" in html) == can(person, "run.restart")
+    assert ('id="run-again"' in html) == can(person, "run.start")
+    assert 'id="cancel-form"' not in html  # ended: nothing to cancel, for anyone
+    panel = page(client, person, reverse("console:step", args=[failed.pk, "load"]))
+    assert ('id="panel-restart"' in panel) == can(person, "run.restart")
+
+
+@pytest.mark.parametrize("person", ROLES, indirect=True)
 def test_the_restart_plan_offers_its_button_only_to_those_who_may_restart(client, failed, person):
     html = page(client, person, reverse("console:restart", args=[failed.pk]) + "?step=load")
     assert '<ul id="rerun">' in html  # everyone who may see the run may read the plan
