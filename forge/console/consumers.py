@@ -157,12 +157,12 @@ class RunStream(FollowsSession):
                     self.last = gap["last_id"]
                     await self.send(text_data=json.dumps(gap, default=str))
             while True:
-                events = await database_sync_to_async(stream.events_after)(self.run_id, self.last)
-                if not events:
+                frame = await database_sync_to_async(stream.events_frame)(self.run_id, self.last)
+                if frame is None:
                     return
-                self.last = events[-1]["id"]
-                await self.send(text_data=json.dumps({"type": "events", "events": events}, default=str))
-                if len(events) < stream.CHUNK:
+                text, self.last, count = frame
+                await self.send(text_data=text)
+                if count < stream.CHUNK:
                     return
 
 

@@ -3,9 +3,12 @@ the backlog is too long to replay."""
 
 from __future__ import annotations
 
+from json import dumps
 from typing import Any
 
 from django.conf import settings
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from forge.accounts.roles import can
 from forge.console.run_view import run_view
@@ -13,6 +16,7 @@ from forge.runs.models import Run, RunEvent
 from forge.runs.selectors import runs_for_user
 
 CHUNK = 500
+INPUT = "input"  # RunEvent.kind of what the interpreter was fed (forge.runtime.bridge.INPUT)
 FORBIDDEN, MISSING = "forbidden", "missing"
 
 
@@ -25,15 +29,24 @@ def may_watch(user, run_id: int) -> str | None:
     return MISSING if can(user, "run.view") else FORBIDDEN
 
 
-def events_after(run_id: int, after: int) -> list[dict[str, Any]]:
-    rows = (RunEvent.objects.filter(run_id=run_id, id__gt=after).order_by("id")
-            .values_list("id", "kind", "step", "data", "at")[:CHUNK])
-    return [{"id": i, "kind": kind, "step": step, "data": data, "at": at.isoformat()} for i, kind, step, data, at in rows]
+def events_frame(run_id: int, after: int) -> tuple[str, int, int] | None:
+    """The `events` message of the run's events after `after` (at most CHUNK) as the text sent, its last id and
+    its count; None when none came. Each event's data goes as the database keeps it (JSON text), never parsed
+    and encoded again: that was most of what a burst of step events cost the server. The interpreter's inputs
+    are not sent: no part of the page shows them (a step's outputs and stdout are its panel's)."""
+    rows = list(RunEvent.objects.filter(run_id=run_id, id__gt=after).exclude(kind=INPUT).order_by("id")
+                .annotate(text=Cast("data", TextField())).values_list("id", "kind", "step", "text", "at")[:CHUNK])
+    said = [f'{{"id": {i}, "kind": {dumps(kind)}, "step": {dumps(step)}, "data": {text}, "at": "{at.isoformat()}"}}'
+            for i, kind, step, text, at in rows]
+    if not said:
+        return None
+    return '{"type": "events", "events": [' + ", ".join(said) + "]}", rows[-1][0], len(said)
 
 
 def snapshot_if_too_far(run_id: int, after: int) -> dict[str, Any] | None:
     """A snapshot of the run's rows when more than FORGE_LIVE_REPLAY_MAX events came after `after`."""
-    backlog = RunEvent.objects.filter(run_id=run_id, id__gt=after).order_by("id")[:settings.FORGE_LIVE_REPLAY_MAX + 1]
+    backlog = (RunEvent.objects.filter(run_id=run_id, id__gt=after).exclude(kind=INPUT).order_by("id")
+               [:settings.FORGE_LIVE_REPLAY_MAX + 1])
     if backlog.count() <= settings.FORGE_LIVE_REPLAY_MAX:
         return None
     # run_view reads the last id first, the rows after: an event committed in between is sent again and sets

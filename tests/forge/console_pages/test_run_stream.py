@@ -41,7 +41,8 @@ def run(save_workflow, operator):
 
 
 def event_ids(run) -> list[int]:
-    return list(RunEvent.objects.filter(run=run).order_by("id").values_list("id", flat=True))
+    """The events a page is sent: all but what the interpreter was fed (forge/console/stream.py)."""
+    return list(RunEvent.objects.filter(run=run).exclude(kind="input").order_by("id").values_list("id", flat=True))
 
 
 async def connect(run_id, after=0, headers=ORIGIN):

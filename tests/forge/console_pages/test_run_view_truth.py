@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from forge.console.stream import events_after, snapshot_if_too_far
+from forge.console.stream import events_frame, snapshot_if_too_far
 from forge.runs import services
 from forge.runs.models import Approval, RunEvent, StepOutput, StepResult
 from forge.runtime.rounds import advance
@@ -181,8 +181,14 @@ def test_step_events_carry_the_times_cost_and_tokens_the_table_shows(client, run
     row_ = StepResult.objects.get(run=run, step="prepare")
     assert done["finished_at"] == row_.finished_at.isoformat() and done["started_at"] == row_.started_at.isoformat()
     assert all(e["finished_at"] is None for e in prepare[:-1])  # a step ends once
-    streamed = [e for e in events_after(run.pk, 0) if e["kind"] == "step" and e["step"] == "prepare"]
-    assert streamed[-1]["data"]["finished_at"] == done["finished_at"]
+    text, last, count = events_frame(run.pk, 0)
+    sent = json.loads(text)["events"]
+    streamed = [e for e in sent if e["kind"] == "step" and e["step"] == "prepare"]
+    assert streamed[-1]["data"] == done and streamed[-1]["at"] == RunEvent.objects.get(pk=streamed[-1]["id"]).at.isoformat()
+    # What the interpreter was fed is not sent (the page shows none of it); everything else is, in order.
+    shown = list(RunEvent.objects.filter(run=run).exclude(kind="input").order_by("id").values_list("id", flat=True))
+    assert [e["id"] for e in sent] == shown and (last, count) == (shown[-1], len(shown))
+    assert events_frame(run.pk, last) is None
 
 
 def test_a_snapshot_carries_the_fields_of_the_step_events(settings, run):
