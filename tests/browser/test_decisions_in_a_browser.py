@@ -71,3 +71,42 @@ def test_the_card_and_why_arrive_live_for_each_viewer_and_go_once_decided(consol
         page.wait_for_function("() => window.forgeRun.runStatus === 'completed'")
     assert olive.evaluate("() => window.notReloaded === true")
     olive.wait_for_function("() => window.forgeDecisions.reads >= 2")  # its own read saw the decision too
+
+
+FLAKY = """
+name: flaky_fetch
+steps:
+  - id: fetch
+    agent: mock
+    command: fetch
+    on_failure: retry_once_then_escalate
+    mock: {fail_times: 2, error: "the service answered 503", outputs: {rows: 5}}
+"""
+LOOK = ("(b) => { const s = getComputedStyle(b); return [s.backgroundColor, s.color, s.borderTopStyle]; }")
+
+
+@pytest.mark.parametrize("console", ["sqlite"], indirect=True)
+def test_retry_skip_and_abort_each_look_like_what_they_do_and_a_retry_reads_as_chosen(console, browser):
+    console.deployment.query("from forge.workflows.services import workflow_version_save\n"
+                             f"result = workflow_version_save(user=None, source={FLAKY!r}).number")
+    run_id = console.deployment.query(
+        "from django.contrib.auth.models import User\nfrom forge.runs import services\n"
+        "from forge.workflows.models import Workflow\n"
+        "result = services.run_start(user=User.objects.get(username='olive'), "
+        "version=Workflow.objects.get(name='flaky_fetch').latest_version()).pk")
+    april = open_run(console, browser, "april", run_id)
+    april.wait_for_function(cards("fetch", 1))
+    looks = {value: april.eval_on_selector(f"#decisions button[value={value}]", LOOK)
+             for value in ("retry", "skip", "abort")}
+    assert len({tuple(look) for look in looks.values()}) == 3  # three different looks
+    assert looks["abort"][0] == "rgb(179, 38, 30)"  # solid red: it ends the step and the run
+    assert looks["skip"][2] == "solid" and looks["skip"][0] == "rgb(255, 255, 255)"  # quiet, outlined
+    console.shot(april, "escalation-buttons")
+
+    april.click("#decisions button[value=retry]")
+    april.wait_for_function("() => window.forgeRun.runStatus === 'completed'")
+    april.click("[data-open-step=fetch]")
+    april.wait_for_selector(".step-panel[data-step=fetch] .decided")
+    said = april.inner_text(".step-panel[data-step=fetch] .decided")
+    assert said.startswith("Retry chosen by april at ") and "Approved" not in april.inner_text("#step-panel")
+    console.shot(april, "retry-chosen")
