@@ -15,9 +15,10 @@ from engine.interpreter.state import StepStatus
 from engine.interpreter.triggers import UPSTREAM_FAILED
 from engine.secrets import redact_secrets
 from forge.accounts.roles import can
+from forge.audit.models import AuditEvent
 from forge.console.run_view import RunView
 from forge.runs.models import Run
-from forge.schedules.models import ScheduleFire
+from forge.schedules.models import Schedule
 
 SHORT = 80  # characters of an argument's value shown before "show all"
 
@@ -86,15 +87,20 @@ def _text(value: Any) -> str:
 
 def origin(run: Run) -> Origin:
     by = run.started_by.get_username() if run.started_by_id else ""
-    if run.restarted_from_id:
+    if run.restarted_from_id or run.restart_from_step:  # the step stays when the run restarted is deleted
         return Origin("restart", by, run_id=run.restarted_from_id, step=run.restart_from_step)
-    if run.parent_id:
+    if run.parent_id or run.parent_step:
         return Origin("child", by, run_id=run.parent_id, step=run.parent_step)
-    # A schedule's fire record names the run it started (forge/schedules/firing.py).
-    fire = ScheduleFire.objects.filter(run=run).select_related("schedule").order_by("id").first()
-    if fire is not None:
-        return Origin("schedule", by, schedule_id=fire.schedule_id, schedule_cron=fire.schedule.cron,
-                      due_at=fire.due_at)
+    # The audit trail names the run a schedule started (forge/schedules/firing.py), and keeps it after the
+    # schedule and its fire records are deleted.
+    dispatched = AuditEvent.objects.filter(run_id=run.pk, code="forge.schedule.dispatched").order_by("id").first()
+    if dispatched is not None:
+        number = dispatched.target.removeprefix("schedule:")
+        schedule_id = int(number) if number.isascii() and number.isdigit() else None
+        schedule = Schedule.objects.filter(pk=schedule_id).first() if schedule_id else None
+        due_at = dispatched.detail.get("due_at")
+        return Origin("schedule", by, schedule_id=schedule_id, schedule_cron=schedule.cron if schedule else "",
+                      due_at=datetime.fromisoformat(due_at) if due_at else None)
     return Origin("person" if by else "system", by)
 
 

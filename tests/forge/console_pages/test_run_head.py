@@ -133,7 +133,7 @@ def test_an_argument_that_reads_as_a_secret_is_shown_redacted_and_not_filled_aga
     html = client.get(reverse("console:run", args=[run.pk])).content.decode()
     assert "tok-4242-hidden" not in html and "hunter2" not in html and "sig=abc" not in html
     said = text(head_of(client, run))
-    assert "api_token = [redacted]" in said and "source = [redacted]" in said  # a URL with a password
+    assert "api_token = [redacted] (reads as a secret)" in said and "source = [redacted]" in said  # a URL with a password
     assert "region = eu" in said
     form = client.get(f"/workflows/secretive/?run_again={run.pk}").content.decode()
     assert "tok-4242-hidden" not in form and "hunter2" not in form
@@ -153,6 +153,9 @@ def test_a_run_started_by_a_schedule_says_which(client, save_workflow, operator)
     assert 'data-origin="schedule"' in head
     assert f"Started by schedule {schedule.pk} ( */10 * * * * , due 2030-01-14 10:10 UTC) as {operator.username}" \
         in text(head)
+    schedules.schedule_delete(user=operator, schedule=schedule)  # the audit trail still says so
+    assert f"Started by schedule {schedule.pk} (deleted since, due 2030-01-14 10:10 UTC) as {operator.username}" \
+        in text(head_of(client, run))
 
 
 def test_a_restart_says_of_which_run_and_from_which_step(client, failed, operator):
@@ -162,6 +165,8 @@ def test_a_restart_says_of_which_run_and_from_which_step(client, failed, operato
     assert 'data-origin="restart"' in head
     assert f"Restart of run {failed.pk} from step load, by {operator.username}" in text(head)
     assert f'href="/runs/{failed.pk}/"' in head
+    Run.objects.filter(pk=failed.pk).delete()  # the restart keeps what it was
+    assert "Restart of a run deleted since from step load" in text(head_of(client, new))
 
 
 def test_a_sub_workflow_says_whose(client, save_workflow, operator):
