@@ -15,18 +15,27 @@ from forge.audit.services import audit
 USER_FIELDS = ("username", "email", "first_name", "last_name", "is_active", "is_staff", "is_superuser")
 
 
-def connect() -> None:
-    """Called once the models are loaded (AccountsConfig.ready)."""
+def _receivers() -> list[tuple]:
     users = get_user_model()
-    pre_save.connect(_user_before, sender=users, dispatch_uid="forge-audit-user-before")
-    post_save.connect(_user_saved, sender=users, dispatch_uid="forge-audit-user-saved")
-    post_delete.connect(_user_deleted, sender=users, dispatch_uid="forge-audit-user-deleted")
-    pre_save.connect(_group_before, sender=Group, dispatch_uid="forge-audit-group-before")
-    post_save.connect(_group_saved, sender=Group, dispatch_uid="forge-audit-group-saved")
-    post_delete.connect(_group_deleted, sender=Group, dispatch_uid="forge-audit-group-deleted")
+    wired = [(pre_save, _user_before, users, "user-before"), (post_save, _user_saved, users, "user-saved"),
+             (post_delete, _user_deleted, users, "user-deleted"), (pre_save, _group_before, Group, "group-before"),
+             (post_save, _group_saved, Group, "group-saved"), (post_delete, _group_deleted, Group, "group-deleted")]
     for through, uid in ((users.groups.through, "groups"), (users.user_permissions.through, "user-permissions"),
                          (Group.permissions.through, "group-permissions")):
-        m2m_changed.connect(_m2m_changed, sender=through, dispatch_uid=f"forge-audit-{uid}")
+        wired.append((m2m_changed, _m2m_changed, through, uid))
+    return wired
+
+
+def connect() -> None:
+    """Called once the models are loaded (AccountsConfig.ready)."""
+    for signal, receiver, sender, uid in _receivers():
+        signal.connect(receiver, sender=sender, dispatch_uid=f"forge-audit-{uid}")
+
+
+def disconnect() -> None:
+    """For tests about something else, whose fixtures make people they do not mean to audit."""
+    for signal, _, sender, uid in _receivers():
+        signal.disconnect(sender=sender, dispatch_uid=f"forge-audit-{uid}")
 
 
 def _login_only(update_fields) -> bool:

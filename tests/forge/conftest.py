@@ -15,12 +15,30 @@ from django.contrib.auth.models import Group, User
 from engine.executors.sandbox import Sandbox
 from django.utils import timezone
 
+from forge.accounts import audit_trail
 from forge.governance.context import forget_configuration
 from forge.runs import compiled
 from forge.runtime import bridge
 from forge.runs.models import Run, RunInput, StepResult
 from forge.runtime.rounds import advance
 from forge.workflows.services import workflow_version_save
+
+
+@pytest.fixture(scope="session", autouse=True)
+def people_unaudited():
+    """The accounts tests make for their cast, and the groups migrating sets up, are not audited here
+    (forge/accounts/audit_trail.py), so a test reads only the events of what it does; a test about auditing
+    people asks for `people_audited`."""
+    audit_trail.disconnect()
+    yield
+    audit_trail.connect()
+
+
+@pytest.fixture
+def people_audited(people_unaudited):
+    audit_trail.connect()
+    yield
+    audit_trail.disconnect()
 
 
 def member(username: str, *groups: str) -> User:
