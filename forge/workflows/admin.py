@@ -1,7 +1,9 @@
 from django.contrib import admin
 
 from forge.governance.admin import ConfigurationAdmin
+from forge.workflows.admin_add import WorkflowAddForm
 from forge.workflows.models import StepLibraryEntry, Workflow, WorkflowVersion
+from forge.workflows.services import workflow_version_save
 
 
 class VersionInline(admin.TabularInline):
@@ -18,6 +20,27 @@ class WorkflowAdmin(admin.ModelAdmin):
     list_display = ("name", "description", "created_at")
     search_fields = ("name",)
     inlines = [VersionInline]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = WorkflowAddForm
+            kwargs["fields"] = ["source"]
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fieldsets(self, request, obj=None):
+        return [(None, {"fields": ["source"]})] if obj is None else super().get_fieldsets(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        return False  # name and description come from the versions' YAML: a new version changes them
+
+    def get_inlines(self, request, obj):
+        return self.inlines if obj is not None else []
+
+    def save_model(self, request, obj, form, change):
+        # The workflow and its first version, in one transaction, audited (forge.workflow.created).
+        version = workflow_version_save(user=request.user, source=form.cleaned_data["source"])
+        obj.pk, obj.name = version.workflow.pk, version.workflow.name
+        obj._state.adding, obj._state.db = False, version.workflow._state.db
 
 
 @admin.register(WorkflowVersion)
