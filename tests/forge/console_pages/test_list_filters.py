@@ -1,11 +1,18 @@
 """The filters of the runs list and the audit trail: every valid value of each kind filters (200); a value
 that is none of them is said on the page, with a 400 and no rows, never guessed at nor a 500."""
 
-from datetime import timedelta
+import re
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
 
 import pytest
 from django.urls import reverse
 from django.utils import timezone
+
+from forge.audit.services import audit_event
+from forge.console import urls as console_urls
+from forge.console.filters import MAX_ID, Filters
+from forge.runs.models import Run
 
 pytestmark = pytest.mark.django_db
 
@@ -81,3 +88,136 @@ def test_an_audit_run_that_is_no_run_number_is_said_on_the_page(signed_in, run, 
 def test_an_audit_filter_that_means_nothing_is_said_on_the_page(signed_in, run, query):
     page = signed_in.get(reverse("console:audit"), query)
     assert page.status_code == 400 and f"{next(iter(query))} must be" in page.content.decode()
+
+
+# -- Every filter of every page, found in the code ---------------------------------------------------------------
+# Each console page reads its query string through forge.console.filters.Filters, which records what each filter
+# takes (`asked`). The walk asks every page of the console once, learns its filters from what it asked, and
+# tries each with a valid value of its kind, the bounds, and garbled or hostile ones: a filter added to any page
+# later is walked without changing this test.
+
+OLD = datetime(2001, 6, 1, 11, 30, tzinfo=dt_timezone.utc)  # a run and an audit event of long ago
+
+
+def valid(kind: str, takes: dict) -> list[str]:
+    if kind == "text":
+        return ["x", "Ünïcode ☃", "a" * takes["limit"], "'; drop table x; --", "%_"]
+    if kind == "choice":
+        return list(takes["options"])
+    if kind == "number":
+        return ["1", str(MAX_ID)]
+    today = timezone.now().date().isoformat()
+    return [today, "0001-01-01", "9999-12-31", f"{today}T00:00", f"{today}T23:59:59.999999", f"{today}T12:00Z",
+            f"{today}T12:00:00+05:30", f"{today}T12:00-08:00", "0001-01-01T00:00Z", "9999-12-31T23:59:59Z"]
+
+
+def garbled(kind: str, takes: dict) -> list[str]:
+    if kind == "text":
+        return ["a" * (takes["limit"] + 1)]
+    if kind == "choice":
+        return ["<script>alert(1)</script>", "NOT-ONE-" + "x" * 5000, " " + (takes["options"] or ("x",))[-1]]
+    if kind == "number":
+        return ["0", "-1", "²", "٣", "1e3", " 1", str(MAX_ID + 1), "9" * 5000, "x'; drop"]
+    return ["yesterday", "2030-02-31", "٢٠٢٤-٠١-٠١", "+2024-01-01", "31/12/2030", "1e999", "2024-01-01T25:00",
+            "2024-01-01T10:00+24:00", "2024-01-01 10:00", "0001-01-01T00:00+01:00", "9999-12-31T23:59-01:00",
+            "2024-01-01T10:00:00.1234567", "9" * 5000]
+
+
+@pytest.fixture
+def asked(monkeypatch):
+    """Every Filters a request made, as it made them."""
+    made = []
+    real = Filters.__init__
+
+    def record(self, query):
+        real(self, query)
+        made.append(self)
+
+    monkeypatch.setattr(Filters, "__init__", record)
+    return made
+
+
+def console_pages(run) -> list[str]:
+    """Every console address, its parameters filled in with the run's (a new kind of parameter fails here)."""
+    values = {"run_id": run.pk, "step": "sign_off", "name": run.workflow.name, "content_hash": run.version.content_hash,
+              "schedule_id": 1, "approval_id": 1}
+    return [reverse(f"console:{p.name}", kwargs={k: values[k] for k in p.pattern.converters})
+            for p in console_urls.urlpatterns]
+
+
+def filters_of(client, path: str, asked) -> dict[str, dict]:
+    asked.clear()
+    client.get(path)
+    return {name: takes for given in asked for name, takes in given.asked.items()}
+
+
+def test_the_walk_finds_the_filters_of_the_runs_list_the_audit_trail_and_the_run_log(signed_in, run, asked):
+    found = {path: set(filters_of(signed_in, path, asked)) for path in console_pages(run)}
+    assert {"status", "workflow", "started_by", "since", "until", "sort"} <= found[reverse("console:runs")]
+    assert {"run", "actor", "code", "since", "until"} <= found[reverse("console:audit")]
+    assert found[reverse("console:run_log", args=[run.pk])]  # a fragment's filters are walked too
+
+
+def test_every_form_field_of_a_list_page_is_a_filter_the_walk_knows(signed_in, run, asked):
+    """A filter put in a page's form but read some other way than through Filters would escape the walk."""
+    for path in console_pages(run):
+        known = filters_of(signed_in, path, asked)
+        page = signed_in.get(path)
+        if page.status_code != 200 or "text/html" not in page.get("Content-Type", ""):
+            continue
+        for form in re.findall(r'<form class="filters".*?</form>', page.content.decode(), re.S):
+            names = set(re.findall(r'<(?:input|select)[^>]* name="([^"]+)"', form))
+            assert names <= set(known), f"{path}: {names - set(known)} not read through Filters"
+
+
+def test_every_filter_of_every_page_takes_each_valid_value_and_says_what_is_wrong_with_a_garbled_one(
+        signed_in, run, asked):
+    walked = 0
+    for path in console_pages(run):
+        for name, takes in filters_of(signed_in, path, asked).items():
+            kind = takes["kind"]
+            for value in valid(kind, takes):
+                page = signed_in.get(path, {name: value})
+                said = page.content.decode()
+                assert page.status_code in (200, 400), (path, name, value, page.status_code)
+                if kind in ("choice", "day") or page.status_code == 400:  # 400: the page says why, naming it
+                    assert page.status_code == 200 or name in said, (path, name, value, said[:500])
+                walked += 1
+            for value in garbled(kind, takes):
+                page = signed_in.get(path, {name: value})
+                said = page.content.decode()
+                assert page.status_code == 400 and f"{name} must" in said, (path, name, value[:40], page.status_code)
+                assert "Traceback" not in said
+                walked += 1
+    assert walked > 100
+
+
+@pytest.fixture
+def old_run(run):
+    Run.objects.filter(pk=run.pk).update(created_at=OLD)
+    audit_event("forge.test.long_ago", target="test:old", at=OLD).save()
+    return run
+
+
+def shows(page, kind_of_page: str, run) -> bool:
+    html = page.content.decode()
+    return f'data-run="{run.pk}"' in html if kind_of_page == "runs" else "forge.test.long_ago" in html
+
+
+@pytest.mark.parametrize("kind_of_page", ["runs", "audit"])
+def test_each_date_filter_keeps_what_is_inside_its_bounds_and_drops_what_is_outside(
+        signed_in, old_run, asked, kind_of_page):
+    """The run and the audit event are of 2001-06-01 11:30 UTC; every date filter of the page (found by the
+    walk) is tried with a date, a moment with and without a zone, on both sides of it."""
+    path = reverse(f"console:{kind_of_page}")
+    dates = {name: takes for name, takes in filters_of(signed_in, path, asked).items() if takes["kind"] == "day"}
+    assert dates
+    for name, takes in dates.items():
+        # (value, whether the row is inside the bound it sets)
+        after = [("2001-06-01", True), ("2001-06-02", False), ("2001-06-01T11:00", True), ("2001-06-01T12:00Z", False),
+                 ("2001-06-01T13:00+02:00", True), ("2001-06-01T14:00+02:00", False), ("0001-01-01", True),
+                 ("9999-12-31", False)]
+        cases = [(value, inside if not takes["end"] else not inside or value == "2001-06-01") for value, inside in after]
+        for value, listed_ in cases:
+            page = signed_in.get(path, {name: value})
+            assert (page.status_code, shows(page, kind_of_page, old_run)) == (200, listed_), (name, value)
