@@ -151,6 +151,16 @@ def test_status_list_gantt_and_log_of_a_run_with_a_retry_and_a_failure(console, 
     assert page.is_hidden("#gantt-card")
     console.shot(page, "run-panes-graph")
 
+    # On a phone the panes fit the screen's width: the status list wraps, the log scrolls inside its card.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.click("[data-view=gantt]")
+    page.wait_for_function("() => document.querySelector('#gantt g[data-step=flaky] rect.piece')")
+    for pane in ("#run-panes", "#gantt-card", "#run-log"):
+        right = page.evaluate(f"() => document.querySelector('{pane}').getBoundingClientRect().right")
+        assert right <= 390, f"{pane} reaches {right} px"
+    assert page.evaluate("() => document.querySelector('#gantt').scrollWidth <= document.querySelector('#gantt').clientWidth")
+    console.shot(page, "run-panes-phone")
+
 
 def wide(n: int) -> str:
     return "name: wide\nsteps:\n  - {id: go, approval: required}\n" + "".join(

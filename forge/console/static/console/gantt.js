@@ -8,7 +8,8 @@
   const box = document.getElementById("gantt");
   if (!card || !box) return;
   const SVG = "http://www.w3.org/2000/svg";
-  const ROW = 22, LABEL = 170, AXIS = 22, PAD = 12;
+  const ROW = 22, AXIS = 22, PAD = 12;
+  let labelWidth = 170; // narrower on a phone
   const graphCard = document.querySelector(".graph-card");
   const buttons = document.querySelectorAll("[data-view]");
   const rows = document.createElement("div"); // as tall as every row: the scroll bar is the run's
@@ -65,9 +66,10 @@
     frame = 0;
     const model = window.forgeAttempts;
     if (card.hidden || !model || !model.ready) return;
-    const width = Math.max(box.clientWidth - 2, LABEL + 100);
+    labelWidth = box.clientWidth < 560 ? 96 : 170;
+    const width = Math.max(box.clientWidth - 2, labelWidth + 100);
     const { start, end, now } = span(model);
-    const x = (t) => LABEL + ((t - start) / (end - start)) * (width - LABEL - PAD);
+    const x = (t) => labelWidth + ((t - start) / (end - start)) * (width - labelWidth - PAD);
     const total = model.order.length;
     rows.style.height = total * ROW + "px";
     const first = Math.max(0, Math.floor(box.scrollTop / ROW) - 5);
@@ -92,7 +94,7 @@
       const y = (i - first) * ROW;
       const g = el("g", { class: "gantt-row" + (s.id === selected ? " selected" : ""), "data-step": s.id }, svg);
       el("rect", { x: 0, y, width, height: ROW, class: i % 2 ? "stripe odd" : "stripe" }, g);
-      titled(el("text", { x: 4, y: y + ROW - 7, class: "label" }, g), s.id).append(s.id.length > 22 ? s.id.slice(0, 21) + "…" : s.id);
+      titled(el("text", { x: 4, y: y + ROW - 7, class: "label" }, g), s.id).append(s.id.length > labelWidth / 7.5 ? s.id.slice(0, Math.floor(labelWidth / 7.5) - 1) + "…" : s.id);
       for (const w of s.waits) {
         const to = w.end === null ? now : w.end;
         titled(el("rect", { x: x(w.start), y: y + 7, width: Math.max(1, x(to) - x(w.start)), height: ROW - 14,
