@@ -149,3 +149,33 @@ def test_one_function_words_every_decision(status, decision, by, words):
 ])
 def test_the_flash_after_a_decision_is_a_sentence_to_the_person(decision, status, words):
     assert flash_words(decision, Approval(run_id=7, step="sign_off", status=status)) == words
+
+
+def test_a_run_decided_before_ids_were_carried_still_loads_reports_and_restarts(save_workflow, operator, approver):
+    from engine.interpreter.events import event_from_json
+    from forge.runs.models import Checkpoint
+    from forge.runs.selectors import run_report
+    from forge.runtime import bridge
+
+    run = waiting(save_workflow, operator)
+    services.approval_decide(user=approver, approval=Approval.objects.get(run=run), decision="approve")
+    run = fast_forward(run)
+    assert run.status == "completed"
+    # Make its log and checkpoints the old shape: no by_id in the decision fed, nor in the approval records.
+    for event in RunEvent.objects.filter(run=run, kind=bridge.INPUT, data__type="ApprovalDecided"):
+        del event.data["by_id"]
+        RunEvent.objects.filter(pk=event.pk).update(data=event.data)  # append-only for the product, not the past
+    for checkpoint in Checkpoint.objects.filter(run=run):
+        for record in checkpoint.state["approvals"]:
+            record.pop("by_id", None)
+        checkpoint.save()
+    assert RunEvent.objects.filter(run=run, kind=bridge.INPUT, data__type="ApprovalDecided").exists()
+    approved = [{"step": "sign_off", "kind": "approval", "status": "approved", "decision": "approve"}]
+    bridge.forget(run.pk)
+    assert Checkpoint.objects.filter(run=run).exists()
+    report = run_report(run)  # from the old-shaped checkpoint
+    assert (report["status"], report["approvals"]) == ("completed", approved)
+    old_event = RunEvent.objects.get(run=run, kind=bridge.INPUT, data__type="ApprovalDecided").data
+    assert event_from_json(old_event).by_id is None  # a replay from the log reads it as no one's id
+    again = services.run_restart(user=operator, run=run, step="ship")
+    assert fast_forward(again).status == "completed"
