@@ -24,7 +24,7 @@ DAYS = 14
 FAILED_SINCE_DAYS = 7
 # Each day's bar, bottom to top: the class it is drawn with (lists.css) and the words of its legend.
 SHARES = (("completed", "completed"), ("failed", "failed"), ("cancelled", "cancelled"), ("in_flight", "in flight"))
-CHART_W, CHART_H, BAR_W, TOP = 280, 120, 14, 14  # the SVG's viewBox; TOP leaves room for each day's total
+CHART_W, CHART_H, BAR_W, TOP = 700, 120, 30, 14  # the SVG's viewBox; TOP leaves room for each day's total
 
 
 @dataclass(frozen=True)

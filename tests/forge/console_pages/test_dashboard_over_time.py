@@ -53,7 +53,7 @@ def test_runs_per_day_are_drawn_by_status_for_fourteen_days(client, operator, hi
     assert "20" not in re.findall(r'data-day="([\d-]+)"', html)  # the run 20 days ago is not drawn
     assert 'style="' not in html  # the policy refuses inline styles: lengths are SVG attributes
     # The busiest day's bar is the tallest: each bar is drawn to the same scale.
-    heights = [float(h) for h in re.findall(r'<rect class="\w+" x="[\d.]+" y="[\d.]+" width="14" height="([\d.]+)"',
+    heights = [float(h) for h in re.findall(r'<rect class="\w+" x="[\d.]+" y="[\d.]+" width="30" height="([\d.]+)"',
                                             today)]
     assert sum(heights) == pytest.approx(106, abs=0.1)
 
@@ -62,14 +62,14 @@ def test_the_success_rate_is_of_the_runs_that_ended_in_those_days(client, operat
     client.force_login(operator)
     html = client.get(reverse("console:dashboard")).content.decode()
     # ended in 14 days: done_today, done_2, done_13 completed; failed_2, failed_3 failed (failed_old is too old)
-    assert '<p class="rate" data-field="success-rate">60%</p>' in html
-    assert "of the 5 runs that ended completed (3)." in html
+    assert '<span class="rate" data-field="success-rate">60%</span> succeeded' in html
+    assert "3 of the 5 runs that ended completed." in html
 
 
 def test_with_no_run_ended_the_rate_says_so(client, operator):
     client.force_login(operator)
     html = client.get(reverse("console:dashboard")).content.decode()
-    assert '<p class="rate" data-field="success-rate">–</p>' in html and "No run ended in these 14 days." in html
+    assert '<span class="rate" data-field="success-rate">–</span>' in html and "No run ended in these 14 days." in html
 
 
 def test_the_workflows_that_failed_this_week_are_listed_with_their_last_failure(client, operator, history):
