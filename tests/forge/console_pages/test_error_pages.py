@@ -18,6 +18,7 @@ def test_a_person_in_no_group_reads_why_in_the_console_s_layout_and_can_log_out(
     assert 'class="topbar"' in html and "console/console.css" in html  # the layout
     assert "You are in no group of this console: ask an admin to add you to one." in html
     assert f'action="{reverse("console:logout")}"' in html and "Log out" in html
+    assert 'href="/runs/"' not in html  # no link to pages that would refuse them too
     refusals = [r for r in caplog.records if r.name == "django.request"]
     assert len(refusals) == 1 and refusals[0].exc_info is None and refusals[0].exc_text is None
     assert "\n" not in refusals[0].getMessage() and "/runs/" in refusals[0].getMessage()
