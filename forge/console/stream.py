@@ -3,10 +3,12 @@ the backlog is too long to replay."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from json import dumps
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
@@ -32,15 +34,28 @@ def may_watch(user, run_id: int) -> str | None:
 def events_frame(run_id: int, after: int) -> tuple[str, int, int] | None:
     """The `events` message of the run's events after `after` (at most CHUNK) as the text sent, its last id and
     its count; None when none came. Each event's data goes as the database keeps it (JSON text), never parsed
-    and encoded again: that was most of what a burst of step events cost the server. The interpreter's inputs
-    are not sent: no part of the page shows them (a step's outputs and stdout are its panel's)."""
-    rows = list(RunEvent.objects.filter(run_id=run_id, id__gt=after).exclude(kind=INPUT).order_by("id")
-                .annotate(text=Cast("data", TextField())).values_list("id", "kind", "step", "text", "at")[:CHUNK])
-    said = [f'{{"id": {i}, "kind": {dumps(kind)}, "step": {dumps(step)}, "data": {text}, "at": "{at.isoformat()}"}}'
-            for i, kind, step, text, at in rows]
-    if not said:
+    and encoded again, and its time without Django's per-row conversion: those were most of what a burst of
+    step events cost the server. The interpreter's inputs are not sent: no part of the page shows them (a
+    step's outputs and stdout are its panel's)."""
+    rows = (RunEvent.objects.filter(run_id=run_id, id__gt=after).exclude(kind=INPUT).order_by("id")
+            .annotate(text=Cast("data", TextField())).values_list("id", "kind", "step", "text", "at")[:CHUNK])
+    sql, params = rows.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        found = cursor.fetchall()
+    if not found:
         return None
-    return '{"type": "events", "events": [' + ", ".join(said) + "]}", rows[-1][0], len(said)
+    said = ", ".join(f'{{"id": {i}, "kind": {dumps(kind)}, "step": {dumps(step)}, "data": {text}, "at": "{_iso(at)}"}}'
+                     for i, kind, step, text, at in found)
+    return '{"type": "events", "events": [' + said + "]}", found[-1][0], len(found)
+
+
+def _iso(at) -> str:
+    """A stored time as the aware datetime's isoformat(): the drivers give it aware (PostgreSQL) or naive in
+    UTC (SQLite), or as the text Django stored (UTC, 'YYYY-MM-DD HH:MM:SS[.ffffff]')."""
+    if isinstance(at, str):
+        return at.replace(" ", "T", 1) + "+00:00"
+    return at.isoformat() if at.tzinfo is not None else at.isoformat() + "+00:00"
 
 
 def snapshot_if_too_far(run_id: int, after: int) -> dict[str, Any] | None:

@@ -28,9 +28,9 @@ def step_data(command: cmd.StepChanged, state) -> dict:
 
 
 def add_sentences(workflow: Workflow, state, events: list[RunEvent]) -> None:
-    """Give each step event its `why` and status `word`, and the last event of a step that ended this round the new `why` of its
-    dependents still waiting for upstream (`downstream`: step -> sentence). Done when the round is written, so
-    the approvals and timers asked for after a change are known."""
+    """Give each step event its `why` and status `word`, and the last event of a step that ended this round the
+    new `why` of its dependents still waiting for upstream (`downstream`: step -> sentence). Done when the
+    round is written, so the approvals and timers asked for after a change are known."""
     steps = state.steps
     children = {e.step: e.data.get("run") for e in events if e.kind == "child"}
     approvals = {a["step"]: a for a in state.approvals if a["status"] == "pending"}

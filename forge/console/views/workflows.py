@@ -15,9 +15,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from engine.problems import WorkflowInvalid
 from forge.accounts.roles import can
 from forge.console.run_form import (RunFormRefused, arg_fields, posted_args, run_again, run_again_values,
                                     version_to_start)
+from forge.console.views.actions import sentence
 from forge.console.views.pages import require_view
 from forge.console.workflow_graph import workflow_graph
 from forge.runs import services
@@ -63,7 +65,12 @@ def workflow_detail(request, name: str):
         return _start(request, workflow, version)
     if "run_again" in request.GET and version and can(request.user, "run.start"):
         return _run_again(request, workflow, version)
-    return _page(request, workflow, version, arg_fields(version) if version else [])
+    try:
+        fields = arg_fields(version) if version else []
+    except WorkflowInvalid as exc:  # today's step library no longer has what the version names
+        return _page(request, workflow, version, [], cannot_run=f"Version {version.number} cannot run with today's "
+                     f"step library: {exc}. Its runs keep the library they started with.")
+    return _page(request, workflow, version, fields)
 
 
 def _run_again(request, workflow, latest):
@@ -78,11 +85,12 @@ def _run_again(request, workflow, latest):
                  again=again, withheld=withheld)
 
 
-def _page(request, workflow, version, fields, status: int = 200, *, form_version=None, again=None, withheld=()):
+def _page(request, workflow, version, fields, status: int = 200, *, form_version=None, again=None, withheld=(),
+          cannot_run: str = ""):
     runs = runs_for_user(request.user).filter(workflow=workflow).select_related("version", "started_by")
     return render(request, "console/workflow.html", {
         "nav": "workflows", "workflow": workflow, "version": version, "fields": fields,
-        "graph": workflow_graph(version) if version else None,
+        "graph": workflow_graph(version) if version and not cannot_run else None, "cannot_run": cannot_run,
         "versions": _versions(workflow), "runs": runs.order_by("-id")[:20],
         "schedules": Schedule.objects.filter(workflow=workflow).order_by("pk"),
         "may_run": can(request.user, "run.start"), "may_schedule": can(request.user, "schedule.manage"),
@@ -100,10 +108,14 @@ def _start(request, workflow, latest):
         messages.error(request, "This workflow has no saved version.")
         return redirect("console:workflow", workflow.name)
     try:
-        run = services.run_start(user=request.user, version=version, args=posted_args(version, request.POST),
-                                 args_from_text=True)
+        args = posted_args(version, request.POST)
+    except WorkflowInvalid as exc:
+        messages.error(request, f"{version} cannot run with today's step library: {exc}. Nothing was started.")
+        return redirect("console:workflow", workflow.name)
+    try:
+        run = services.run_start(user=request.user, version=version, args=args, args_from_text=True)
     except (services.ServiceError, PermissionDenied) as exc:
-        messages.error(request, str(exc))
+        messages.error(request, sentence(exc))
         return _page(request, workflow, latest, arg_fields(version, request.POST), status=400, form_version=version)
     messages.success(request, f"Run {run.pk} of {version} started.")
     return redirect("console:run", run.pk)
@@ -119,7 +131,7 @@ def schedule_toggle(request, schedule_id: int):
         verb(user=request.user, schedule=schedule)
         messages.success(request, f"Schedule {schedule.pk} {'paused' if schedule.enabled else 'resumed'}.")
     except (schedules.ScheduleRejected, PermissionDenied) as exc:
-        messages.error(request, str(exc))
+        messages.error(request, sentence(exc))
     return redirect("console:workflow", schedule.workflow.name)
 
 

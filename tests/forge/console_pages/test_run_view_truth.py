@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from forge.console.stream import events_frame, snapshot_if_too_far
 from forge.runs import services
-from forge.runs.models import Approval, RunEvent, StepOutput, StepResult
+from forge.runs.models import Approval, Run, RunEvent, StepOutput, StepResult
 from forge.runtime.rounds import advance
 from forge.workflows.models import StepLibraryEntry
 from tests.forge.conftest import fast_forward
@@ -28,7 +28,8 @@ steps:
 RETRIES = """
 name: retries
 steps:
-  - {id: flaky, agent: mock, command: go, retry: {max_retries: 2, backoff_s: 600}, mock: {fail_times: 1, error: connection reset}}
+  - {id: flaky, agent: mock, command: go, retry: {max_retries: 2, backoff_s: 600},
+     mock: {fail_times: 1, error: connection reset}}
   - {id: after, agent: mock, command: after, depends_on: [flaky]}
 """
 UPSTREAM_FAILS = """
@@ -82,6 +83,14 @@ def test_a_finished_run_whose_library_entry_was_deleted_still_shows_its_pages(cl
     # A new run of the version is compiled with today's library, which no longer completes it: refused.
     with pytest.raises(services.ServiceError, match="not valid"):
         services.run_start(user=operator, version=run.version)
+    # Its page says so, and offers no Run form, instead of a 500.
+    page = client.get(reverse("console:workflow", args=[run.workflow.name]))
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "Version 1 cannot run with today&#x27;s step library" in html and 'id="run-form"' not in html
+    posted = client.post(reverse("console:workflow", args=[run.workflow.name]), {"version": "1"}, follow=True)
+    assert posted.status_code == 200 and "Nothing was started" in posted.content.decode()
+    assert Run.objects.count() == 2  # the run and its restart, no other
 
 
 def test_an_edited_library_entry_does_not_change_a_run_compiled_before(save_workflow, operator):
@@ -184,7 +193,8 @@ def test_step_events_carry_the_times_cost_and_tokens_the_table_shows(client, run
     text, last, count = events_frame(run.pk, 0)
     sent = json.loads(text)["events"]
     streamed = [e for e in sent if e["kind"] == "step" and e["step"] == "prepare"]
-    assert streamed[-1]["data"] == done and streamed[-1]["at"] == RunEvent.objects.get(pk=streamed[-1]["id"]).at.isoformat()
+    assert streamed[-1]["data"] == done
+    assert streamed[-1]["at"] == RunEvent.objects.get(pk=streamed[-1]["id"]).at.isoformat()
     # What the interpreter was fed is not sent (the page shows none of it); everything else is, in order.
     shown = list(RunEvent.objects.filter(run=run).exclude(kind="input").order_by("id").values_list("id", flat=True))
     assert [e["id"] for e in sent] == shown and (last, count) == (shown[-1], len(shown))
