@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from engine.money import money_text
 from forge.governance.models import BudgetEnvelope, TokenEvent
+from forge.runs.models import StepResult
 from tests.forge.console_pages.conftest import APPROVAL
 
 pytestmark = pytest.mark.django_db
@@ -76,3 +77,10 @@ def test_another_workflow_s_budget_does_not_warn(client, operator, save_workflow
     spend(1, workflow="other")
     client.force_login(operator)
     assert 'id="budget-refusal"' not in client.get(reverse("console:workflow", args=["needs_a_yes"])).content.decode()
+
+
+def test_the_step_panel_shows_a_step_s_cost_whole(client, operator, run):
+    StepResult.objects.filter(run=run, step="prepare").update(cost=0.00612)
+    client.force_login(operator)
+    html = client.get(reverse("console:step", args=[run.pk, "prepare"])).content.decode()
+    assert "cost 0.00612" in html
