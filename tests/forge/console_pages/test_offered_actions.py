@@ -186,3 +186,15 @@ def test_a_refused_run_says_the_bound_in_words_not_the_setting(client, save_work
     assert ("step &#x27;crunch&#x27; has a timeout of 900 s, longer than this installation allows "
             "(at most 600 s)") in html
     assert "FORGE_" not in html and not Run.objects.exists()
+
+
+def test_a_control_posted_by_someone_not_offered_it_is_refused_in_a_sentence(client, save_workflow, approver):
+    version = save_workflow(APPROVAL)
+    schedule = schedules.schedule_add(user=None, workflow=version.workflow, cron="0 6 * * *")
+    client.force_login(approver)
+    started = client.post(reverse("console:workflow", args=[version.workflow.name]), {}, follow=True)
+    assert "You may not start runs." in started.content.decode() and not Run.objects.exists()
+    toggled = client.post(reverse("console:schedule_toggle", args=[schedule.pk]), follow=True)
+    assert re.search(r"You may not [a-z ]+schedules\.", toggled.content.decode())
+    schedule.refresh_from_db()
+    assert schedule.enabled
