@@ -95,3 +95,13 @@ def test_a_workflow_s_page_in_admin_changes_nothing(client, boss):
     assert client.get(url).status_code == 200
     client.post(url, {"name": "renamed", "description": "x"})
     assert Workflow.objects.get(pk=workflow.pk).name == "pasted"
+
+
+def test_a_workflow_left_without_a_version_by_the_old_add_page_says_so_and_opens(client, operator):
+    Workflow.objects.create(name="bare")
+    client.force_login(operator)
+    row = client.get(reverse("console:workflows")).content.decode().split('data-workflow="bare"', 1)[1]
+    row = row.split("</tr>", 1)[0]
+    assert "no version saved" in row and "v-" not in row
+    page = client.get(reverse("console:workflow", args=["bare"]))
+    assert page.status_code == 200 and "No saved version." in page.content.decode()
