@@ -20,7 +20,6 @@ from engine.interpreter import events as ev
 from engine.interpreter.machine import EventRejected
 from forge import live
 from forge.audit.services import SYSTEM
-from forge.runs.decision_words import decided_words
 from forge.runs.models import Approval, Checkpoint, Run, RunEvent, RunInput, StepResult
 from forge.runtime import bridge, children, dispatch, inbox, leases, step_events, store
 from forge.runtime.completion import Completion, Outcome, record_completion
@@ -279,8 +278,7 @@ class Round:
             by = record.get("by") if by_id is not None else None
             self.effects.log("approval", record["step"], {
                 "approval": record["id"], "status": record["status"], "decision": record.get("decision"),
-                "by": by, "by_id": by_id,
-                "says": decided_words(record["status"], record.get("decision"), by, decided_at)})
+                "by": by, "by_id": by_id})
 
     def _checkpoint(self) -> None:
         run = self.run
