@@ -59,6 +59,8 @@ def test_status_list_gantt_and_log_of_a_run_with_a_retry_and_a_failure(console, 
     page.wait_for_function(LIVE)
     page.wait_for_function("() => document.querySelector('#status-list')?.dataset.ready === 'true'")
     assert counts(page) == {"failed": 0, "running": 0, "waiting": 6, "done": 0}
+    page.wait_for_function("() => document.querySelector('#run-log').dataset.count === '3'")  # pending, waiting, asked
+    page.evaluate("() => { window.samePage = true; }")  # gone if the page reloads
     console.deployment.query(
         "from django.contrib.auth.models import User\nfrom forge.runs import services\n"
         "from forge.runs.models import Approval\n"
@@ -92,6 +94,9 @@ def test_status_list_gantt_and_log_of_a_run_with_a_retry_and_a_failure(console, 
                            " && document.querySelector('#status-list [data-group=done]')?.dataset.count === '5'")
     assert counts(page) == {"failed": 1, "running": 0, "waiting": 0, "done": 5}
     assert in_group(page, "failed") == ["broken"]
+    assert page.evaluate("() => window.samePage")
+    page.wait_for_function("() => [...document.querySelectorAll('#run-log tbody tr')].some("
+                           "(r) => r.dataset.level === 'error' && r.dataset.step === 'broken')")  # appended live
 
     # The retried step: two pieces, a marker where the second begins, the backoff between them drawn lighter.
     flaky = "#gantt g[data-step=flaky]"
@@ -107,6 +112,15 @@ def test_status_list_gantt_and_log_of_a_run_with_a_retry_and_a_failure(console, 
         flaky + " rect.piece[data-attempt='2']")
     assert page.locator("#gantt line.now-line").count() == 0  # the run ended: no now
     console.shot(page, "run-panes-gantt")
+    # Its panel, opened from its row: each attempt with its own time, the backoff a row of its own between them.
+    page.click("#gantt g[data-step=flaky] text.label")
+    page.wait_for_selector(".step-panel[data-step=flaky]")
+    rows = page.eval_on_selector_all(".step-panel table.attempts tbody tr",
+                                     "rows => rows.map((r) => r.dataset.attempt || r.dataset.wait)")
+    assert rows.index("1") < rows.index("backoff") < rows.index("2")
+    took = float(page.text_content(".step-panel tr[data-attempt='1'] [data-field=took]").split()[0])
+    assert took < 1  # the mock failed at once; the second of backoff after it is the wait's
+    assert "backoff before retrying" in page.text_content(".step-panel tr[data-wait=backoff]")
 
     # The failed step is one click away: the status list selects it, the panel opens, the log narrows to it.
     page.click("#status-list [data-status-step=broken]")
