@@ -78,3 +78,11 @@ def test_every_page_sends_the_csrf_token_with_htmx_and_configures_it_for_the_pol
     html = client.get(reverse("console:dashboard")).content.decode()
     assert """<meta name="htmx-config" content='{"includeIndicatorStyles": false, "allowEval": false,""" in html
     assert """hx-headers='{"X-CSRFToken": \"""" in html
+
+
+def test_a_live_part_s_read_leaves_the_sentences_for_the_page_loaded_next(client, approver, approval):
+    client.force_login(approver)
+    client.post(reverse("console:decide", args=[approval.pk]), {"next": "/approvals/", "decision": "approve"})
+    refresh = client.get(reverse("console:runs"), **HTMX).content.decode()  # another tab's runs list, live
+    assert '<ul class="messages" id="said" aria-live="polite"></ul>' in refresh
+    assert 'class="success"' in client.get(reverse("console:approvals")).content.decode()
