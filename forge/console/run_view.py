@@ -44,7 +44,7 @@ class Node:
         """What the page's script needs of a node (the table carries the rest)."""
         return {"id": self.id, "kind": self.kind, "deps": self.deps, "status": self.status, "wait": self.wait,
                 "attempt": self.attempt, "child_run": self.child_run, "error_code": self.error_code,
-                "word": self.word}
+                "word": self.word, "name": self.name}
 
     def live_fields(self) -> dict[str, Any]:
         """What a step event carries of the step (forge/runtime/step_events.py), read from its row: the

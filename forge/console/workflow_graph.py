@@ -11,5 +11,6 @@ from forge.workflows.models import WorkflowVersion
 
 def workflow_graph(version: WorkflowVersion) -> dict[str, Any]:
     workflow, _ = new_run_workflow(version)
-    return {"nodes": [{"id": s.id, "kind": s.kind, "deps": list(s.deps)} for s in workflow.steps],
+    return {"nodes": [{"id": s.id, "kind": s.kind, "deps": list(s.deps), "name": s.model.name or ""}
+                          for s in workflow.steps],
             "layout": layout_of(version.content_hash)}

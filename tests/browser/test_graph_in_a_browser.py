@@ -17,7 +17,8 @@ ONE_STEP = "name: one_step\nsteps:\n  - {id: only, agent: mock, command: go}\n"
 def fan_out(n: int = 300) -> str:
     """An approval `start`, a fan-out of `n` mock steps after it (one of which fails), and an `end` after all."""
     steps = [f"  - {{id: b{i:04d}, agent: mock, command: go, depends_on: [start]"
-             + (", mock: {fail_times: 9, error: disk full}}" if i == 150 else "}") for i in range(n)]
+             + (", mock: {fail_times: 9, error: disk full}" if i == 150 else "")
+             + (", name: Shard of the north" if i == 123 else "") + "}" for i in range(n)]
     deps = ", ".join(f"b{i:04d}" for i in range(n))
     return "\n".join(["name: wide", "steps:", "  - {id: start, approval: required}", *steps,
                       f"  - {{id: end, agent: mock, command: go, depends_on: [{deps}]}}"]) + "\n"
@@ -122,8 +123,8 @@ def test_a_302_step_run_folds_its_fan_out_finds_hides_and_follows_the_keyboard(c
     page.wait_for_function("() => !window.forgeGraph.view.cy.getElementById('b0150').visible()")
     assert len(page.evaluate(SHOWN)) == 3
 
-    # Find a step: it is selected (its panel opens) and centred, its group opened.
-    page.fill("#graph-find", "b0123")
+    # Find a step by its name: it is selected (its panel opens) and centred, its group opened.
+    page.fill("#graph-find", "of the NORTH")
     page.press("#graph-find", "Enter")
     page.wait_for_function("() => window.forgeRun.selected === 'b0123'")
     page.wait_for_selector("#step-panel :text('b0123')")
@@ -135,12 +136,16 @@ def test_a_302_step_run_folds_its_fan_out_finds_hides_and_follows_the_keyboard(c
     page.check("#graph-hide")
     steps = lambda: [i for i in page.evaluate(SHOWN) if not i.startswith("group:")]  # noqa: E731
     assert steps() == ["b0123"]
+    page.fill("#graph-find", "b012")  # by id
+    assert steps() == [f"b012{i}" for i in range(10)]
     page.fill("#graph-find", "")
     page.select_option("#graph-status", "failed")
-    assert "b0150" in steps() and "b0001" not in steps() and "start" not in steps()
+    assert steps() == ["b0150"], "a step that never ran because of it is no failure"
     assert page.text_content("#graph-found").startswith(f"{len(steps())} of 302 steps")
     assert in_view(page, "b0150"), "what is left shown is in view"
     console.shot(page, "graph-302-steps-failed-only")
+    page.select_option("#graph-status", "upstream-failed")
+    assert steps() == ["end"]
     page.uncheck("#graph-hide")
     page.select_option("#graph-status", "")
     assert len(steps()) == 302

@@ -49,13 +49,15 @@
   }
 
   // What a folded group says of its steps' statuses on the run page (none on a workflow's page).
-  const ORDER = ["failed", "running", "waiting", "pending", "completed", "skipped", "cancelled"];
-  const WORD = { completed: "done", pending: "not started" };
+  const ORDER = ["failed", "upstream-failed", "running", "waiting", "pending", "completed", "skipped", "cancelled"];
+  const WORD = { completed: "done", pending: "not started", "upstream-failed": "not run" };
+  // A step's state as the page words it: one that never ran because something upstream failed is not a failure.
+  const stateOf = (n) => (n.status === "failed" && n.error_code === "upstream_failed" ? "upstream-failed" : n.status);
   function tally(members) {
     const steps = window.forgeRun?.nodes;
     if (!steps) return { text: "", status: "" };
     const counts = {};
-    members.forEach((id) => { const s = steps.get(id)?.status || "pending"; counts[s] = (counts[s] || 0) + 1; });
+    members.forEach((id) => { const n = steps.get(id); const s = n ? stateOf(n) : "pending"; counts[s] = (counts[s] || 0) + 1; });
     const said = ORDER.filter((s) => counts[s]).map((s) => counts[s] + " " + (WORD[s] || s));
     const status = ["failed", "running", "waiting"].find((s) => counts[s])
       || (counts.completed === members.length ? "completed" : counts.pending ? "pending" : ORDER.find((s) => counts[s]));
@@ -77,12 +79,18 @@
     const worker = () => (elk = elk || new window.ELK({ workerUrl: container.dataset.elkWorker }));
     const foldedLayouts = new Map(); // folded groups -> positions of that graph, laid out in this page
 
+    // Everything a fold decides is computed before Cytoscape is made: it then styles each element once.
+    const at = where(laidOutNow(() => fit()));
+    const flags = folds();
     const cy = window.cytoscape({
       container,
       elements: [
-        ...nodes.map((n) => ({ data: { id: n.id, label: labelOf(n) }, position: { x: 0, y: 0 }, classes: classOf(n) })),
-        ...groups.map((g) => ({ data: { id: g.id, label: "", group: 1 }, position: { x: 0, y: 0 }, classes: "group", selectable: false })),
-        ...nodes.flatMap((n) => n.deps.map((d) => ({ data: { id: d + "->" + n.id, source: d, target: n.id } }))),
+        ...nodes.map((n) => ({ data: { id: n.id, label: labelOf(n), inside: flags.inside.has(n.id) ? 1 : 0 }, position: at[n.id], classes: classOf(n) })),
+        ...groups.map((g) => ({ data: { id: g.id, group: 1, ...groupLook(g) }, position: at[g.id], classes: groupLook(g).classes, selectable: false })),
+        ...nodes.flatMap((n) => n.deps.map((d) => {
+          const id = d + "->" + n.id;
+          return { data: { id, source: d, target: n.id, folded: flags.folded.has(id) ? 1 : 0 } };
+        })),
       ],
       layout: { name: "preset", fit: false },
       minZoom: ZOOM.min, maxZoom: ZOOM.max,
@@ -113,64 +121,111 @@
       ],
     });
 
-    const folding = () => [...folded].sort().join(" ");
-    // Where every element goes for the graph as it is folded now: laid out at once, better when elkjs answers.
-    function arrange(then) {
-      if (!folded.size) return place(full);
+    function folding() { return [...folded].sort().join(" "); }
+    // The positions for the graph as it is folded now: laid out at once, and again when elkjs answers (then()).
+    function laidOutNow(then) {
+      if (!folded.size) return full;
       const key = folding();
-      if (foldedLayouts.has(key)) return place(foldedLayouts.get(key));
+      if (foldedLayouts.has(key)) return foldedLayouts.get(key);
       const graph = Groups.condense(nodes, groups, folded);
-      place(quickLayout(graph));
       elkLayout(worker(), graph).then((laid) => {
         foldedLayouts.set(key, laid);
         if (folding() !== key) return;
         place(laid);
         then?.();
       }).catch(() => {}); // the quick layering stays
+      return quickLayout(graph);
     }
 
-    function place(at) {
-      cy.batch(() => {
-        nodes.forEach((n) => {
-          const g = groupOf.get(n.id);
-          cy.getElementById(n.id).position(at[g && folded.has(g.id) ? g.id : n.id]);
-        });
-        groups.forEach((g) => {
-          if (folded.has(g.id)) { cy.getElementById(g.id).position(at[g.id]); return; }
-          const xs = g.members.map((id) => at[id].x);
-          const top = Math.min(...g.members.map((id) => at[id].y));
-          cy.getElementById(g.id).position({ x: (Math.min(...xs) + Math.max(...xs)) / 2, y: top - STEP.height / 2 - 28 });
-        });
+    function where(laid) {
+      // A folded group's steps sit under it (their edges meet there); an opened group's header sits above its steps.
+      const out = {};
+      nodes.forEach((n) => { const g = groupOf.get(n.id); const p = laid[g && folded.has(g.id) ? g.id : n.id]; if (p) out[n.id] = p; });
+      groups.forEach((g) => {
+        if (folded.has(g.id)) { if (laid[g.id]) out[g.id] = laid[g.id]; return; }
+        const at = g.members.map((id) => laid[id]).filter(Boolean);
+        if (!at.length) return;
+        const xs = at.map((p) => p.x);
+        out[g.id] = { x: (Math.min(...xs) + Math.max(...xs)) / 2, y: Math.min(...at.map((p) => p.y)) - STEP.height / 2 - 28 };
       });
+      return out;
+    }
+
+    function arrange(then) { place(laidOutNow(then)); }
+
+    function place(laid) {
+      if (shown?.hide) { alone(); return; }
+      const to = where(laid);
+      cy.batch(() => cy.nodes().forEach((n) => { if (to[n.id()]) n.position(to[n.id()]); }));
+    }
+
+    function alone() {
+      // Hide the rest: what is left is laid out on its own, close together, not where it was among the rest.
+      const graph = Groups ? Groups.condense(nodes, groups, folded) : nodes;
+      const keep = new Set(cy.nodes().filter((n) => !n.data("out") && !n.data("inside")).map((n) => n.id()));
+      const kept = graph.filter((n) => keep.has(n.id)).map((n) => ({ id: n.id, deps: n.deps.filter((d) => keep.has(d)) }));
+      const to = where(quickLayout(kept));
+      cy.batch(() => cy.nodes().forEach((n) => { if (to[n.id()]) n.position(to[n.id()]); }));
+    }
+
+    let shown = null; // what Find asked: {hit: the step ids found, hide: whether the rest is hidden or dimmed}, or null
+    function filter(hit, hide) {
+      const was = shown?.hide;
+      shown = hit ? { hit, hide } : null;
+      const off = (n) => {
+        if (!shown) return false;
+        if (!n.data("group")) return !hit.has(n.id());
+        if (n.data("open")) return hide; // a header is no step
+        return !groups.find((g) => g.id === n.id()).members.some((id) => hit.has(id));
+      };
+      cy.batch(() => {
+        cy.nodes().forEach((n) => { const away = off(n); n.data({ dim: away && !hide ? 1 : 0, out: away && hide ? 1 : 0 }); });
+        cy.edges().forEach((e) => e.data("dim", e.source().data("dim") || e.target().data("dim") ? 1 : 0));
+      });
+      if (shown?.hide) alone(); else if (was) arrange(() => {});
+    }
+
+    function folds() {
+      // Members of a folded group hide behind it; of the edges that cross into it, one each way is drawn.
+      const inside = new Set();
+      groups.forEach((g) => { if (folded.has(g.id)) g.members.forEach((id) => inside.add(id)); });
+      const end = (id) => (inside.has(id) ? groupOf.get(id).id : id);
+      const seen = new Set();
+      const hidden = new Set();
+      nodes.forEach((n) => n.deps.forEach((d) => {
+        const key = end(d) + "\u0000" + end(n.id);
+        if (end(d) === end(n.id) || seen.has(key)) hidden.add(d + "->" + n.id);
+        seen.add(key);
+      }));
+      return { inside, folded: hidden };
     }
 
     function mark() {
-      // Members of a folded group hide behind it; of the edges that cross into it, one each way is drawn.
+      const now = folds();
       cy.batch(() => {
-        nodes.forEach((n) => { const g = groupOf.get(n.id); cy.getElementById(n.id).data("inside", g && folded.has(g.id) ? 1 : 0); });
-        const seen = new Set();
-        const end = (id) => { const g = groupOf.get(id); return g && folded.has(g.id) ? g.id : id; };
-        cy.edges().forEach((e) => {
-          const key = end(e.data("source")) + "\u0000" + end(e.data("target"));
-          const hide = end(e.data("source")) === end(e.data("target")) || seen.has(key);
-          seen.add(key);
-          e.data("folded", hide ? 1 : 0);
-        });
+        nodes.forEach((n) => cy.getElementById(n.id).data("inside", now.inside.has(n.id) ? 1 : 0));
+        cy.edges().forEach((e) => e.data("folded", now.folded.has(e.id()) ? 1 : 0));
         groups.forEach(relabel);
       });
+      if (shown) filter(shown.hit, shown.hide);
       describe();
     }
 
-    function relabel(g) {
+    function groupLook(g) {
       const shut = folded.has(g.id);
       const said = tally(g.members);
       const first = g.members[0];
       const last = g.members[g.members.length - 1];
       const label = shut ? ["+" + g.members.length + " steps", first + " … " + last, said.text].filter(Boolean).join("\n")
         : "− fold " + g.members.length + " steps (" + first + " … " + last + ")";
+      return { label, open: shut ? 0 : 1, classes: "group" + (shut && said.status ? " status-" + said.status : "") };
+    }
+
+    function relabel(g) {
+      const look = groupLook(g);
       const proxy = cy.getElementById(g.id);
-      proxy.data({ label, open: shut ? 0 : 1 });
-      proxy.classes("group" + (shut && said.status ? " status-" + said.status : ""));
+      proxy.data({ label: look.label, open: look.open });
+      proxy.classes(look.classes);
     }
 
     function describe() {
@@ -251,8 +306,7 @@
     });
     document.addEventListener("forge:select", (e) => { if (e.detail.step) reveal(e.detail.step, false); else cy.$(":selected").unselect(); });
 
-    mark();
-    arrange(() => fit());
+    describe();
     fit();
     cy.ready(() => requestAnimationFrame(() => { drawn(); if (stored) laidOut(); }));
     if (!stored) {
@@ -263,11 +317,11 @@
         requestAnimationFrame(laidOut);
       }).catch(() => {}); // the quick layering stays
     }
-    const view = { cy, container, nodes, groups, groupOf, folded, fit, zoomBy, open, fold, reveal, ZOOM, READABLE, changed };
+    const view = { cy, container, nodes, groups, groupOf, folded, fit, zoomBy, open, fold, reveal, filter, ZOOM, READABLE, changed };
     window.forgeGraph.view = view;
     document.dispatchEvent(new CustomEvent("forge:graph", { detail: view }));
     return cy;
   }
 
-  window.forgeGraph = { draw, view: null };
+  window.forgeGraph = { draw, view: null, stateOf };
 })();

@@ -19,7 +19,7 @@
   let next = 0;
 
   const run = () => window.forgeRun || null;
-  const stateOf = (id) => run()?.nodes.get(id)?.status || "";
+  const stateOf = (id) => { const n = run()?.nodes.get(id); return n ? window.forgeGraph.stateOf(n) : ""; };
   const nameOf = (n) => run()?.nodes.get(n.id)?.name || n.name || "";
 
   function sayOf(ele) {
@@ -92,27 +92,17 @@
   function ask(refit) {
     const text = find.value.trim().toLowerCase();
     const state = status.value;
-    const cy = view.cy;
     if (!text && !state) {
       matches = null;
       found.textContent = "";
-      cy.batch(() => cy.elements().data({ dim: 0, out: 0 }));
-      if (refit === true && hide.checked) view.fit();
-      return;
+      view.filter(null);
+    } else {
+      const hit = (n) => (!text || n.id.toLowerCase().includes(text) || nameOf(n).toLowerCase().includes(text)) && (!state || stateOf(n.id) === state);
+      matches = view.nodes.filter(hit).map((n) => n.id);
+      next = 0;
+      found.textContent = matches.length + " of " + view.nodes.length + " steps" + (matches.length ? "" : ": none found");
+      view.filter(new Set(matches), hide.checked);
     }
-    const hit = new Set(view.nodes.filter((n) => (!text || n.id.toLowerCase().includes(text) || nameOf(n).toLowerCase().includes(text))
-                                               && (!state || stateOf(n.id) === state)).map((n) => n.id));
-    matches = view.nodes.filter((n) => hit.has(n.id)).map((n) => n.id);
-    next = 0;
-    found.textContent = matches.length + " of " + view.nodes.length + " steps" + (matches.length ? "" : ": none found");
-    const away = (ele) => (ele.data("group") ? !view.groups.find((g) => g.id === ele.id()).members.some((id) => hit.has(id)) : !hit.has(ele.id()));
-    cy.batch(() => {
-      cy.nodes().forEach((n) => {
-        const off = away(n);
-        n.data({ dim: off && !hide.checked ? 1 : 0, out: off && hide.checked ? 1 : 0 });
-      });
-      cy.edges().forEach((e) => e.data("dim", e.source().data("dim") || e.target().data("dim") ? 1 : 0));
-    });
     if (refit === true && hide.checked) view.fit(); // what is left shown, whatever was before
   }
 
