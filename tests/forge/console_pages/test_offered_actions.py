@@ -158,7 +158,7 @@ def test_the_cards_fragment_is_each_viewers_own_and_refuses_outsiders(client, wa
         assert f'name="next" value="/runs/{waiting.pk}/"' in html or who != "approver"
 
 
-@pytest.mark.parametrize("run_id", [999_999, 0])
+@pytest.mark.parametrize("run_id", [999_999, 0, 2**70])
 def test_the_cards_of_a_run_that_does_not_exist_are_404(client, approver, run_id):
     client.force_login(approver)
     assert client.get(f"/runs/{run_id}/decisions/").status_code == 404
