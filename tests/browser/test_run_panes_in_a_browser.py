@@ -163,6 +163,10 @@ def test_status_list_gantt_and_log_of_a_run_with_a_retry_and_a_failure(console, 
     page.click("[data-view=graph]")
     page.wait_for_selector(".graph-card", state="visible")
     assert page.is_hidden("#gantt-card")
+    # laid out while the Gantt was shown, the graph is fitted to its card when it comes back
+    page.wait_for_function("() => { const cy = window.forgeRun.cy, e = cy && cy.extent(); return cy && "
+                           "cy.nodes(':visible').every((n) => { const p = n.position(); "
+                           "return p.x >= e.x1 && p.x <= e.x2 && p.y >= e.y1 && p.y <= e.y2; }); }")
     console.shot(page, "run-panes-graph")
 
     # On a phone the panes fit the screen's width: the status list wraps, the log scrolls inside its card.

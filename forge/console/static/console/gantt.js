@@ -37,9 +37,22 @@
     card.hidden = !gantt;
     if (graphCard) graphCard.hidden = gantt;
     buttons.forEach((b) => b.setAttribute("aria-pressed", String(b.dataset.view === view)));
-    if (gantt) schedule();
-    else if (window.forgeRun && window.forgeRun.cy) { window.forgeRun.cy.resize(); }
+    const run = window.forgeRun;
+    const cy = run && run.cy;
+    if (gantt) {
+      hiddenAt = performance.now();
+      kept = cy ? { zoom: cy.zoom(), pan: { ...cy.pan() } } : null;
+      schedule();
+      return;
+    }
+    if (!cy) return;
+    cy.resize();
+    // laid out while its card had no size: fit it now, as its Fit button does; else as the person left it
+    if (run.laidOutAt !== null && run.laidOutAt > hiddenAt) document.querySelector("[data-graph=fit]")?.click();
+    else if (kept) cy.viewport(kept);
   }
+  let kept = null;
+  let hiddenAt = Infinity;
   buttons.forEach((b) => b.addEventListener("click", () => show(b.dataset.view)));
 
   function span(model) {
