@@ -183,8 +183,8 @@ def test_a_refused_run_says_the_bound_in_words_not_the_setting(client, save_work
     save_workflow(LONG)
     client.force_login(operator)
     html = client.post(reverse("console:workflow", args=["long_step"]), {}, follow=True).content.decode()
-    assert ("step &#x27;crunch&#x27; has a timeout of 900 s, longer than this installation allows "
-            "(at most 600 s)") in html
+    assert ("Step &#x27;crunch&#x27; has a timeout of 900 s, longer than this installation allows "
+            "(at most 600 s).") in html
     assert "FORGE_" not in html and not Run.objects.exists()
 
 
