@@ -95,6 +95,18 @@ def test_status_list_gantt_and_log_of_a_run_with_a_retry_and_a_failure(console, 
     assert counts(page) == {"failed": 1, "running": 0, "waiting": 0, "done": 5}
     assert in_group(page, "failed") == ["broken"]
     assert page.evaluate("() => window.samePage")
+    # What the page folded from live events is what the server folds from the same events.
+    live, fresh = page.evaluate("""async () => {
+        const pick = (s) => ({ status: s.status, attempts: s.attempts.map((a) => [a.n, a.status, a.start, a.end]),
+                               waits: s.waits.map((w) => [w.kind, w.start, w.end]) });
+        const data = await (await fetch(document.getElementById('run-panes').dataset.attempts)).json();
+        const ms = (iso) => (iso ? Date.parse(iso) : null);
+        const fresh = data.steps.map((s) => pick({ status: s.status,
+            attempts: s.attempts.map((a) => ({ ...a, start: ms(a.start), end: ms(a.end) })),
+            waits: s.waits.map((w) => ({ ...w, start: ms(w.start), end: ms(w.end) })) }));
+        return [window.forgeAttempts.order.map((id) => pick(window.forgeAttempts.steps.get(id))), fresh];
+    }""")
+    assert live == fresh
     page.wait_for_function("() => [...document.querySelectorAll('#run-log tbody tr')].some("
                            "(r) => r.dataset.level === 'error' && r.dataset.step === 'broken')")  # appended live
 
