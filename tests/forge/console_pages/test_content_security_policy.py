@@ -22,7 +22,7 @@ from tests.forge.console_pages.test_every_url import ROUTES, url
 
 pytestmark = pytest.mark.django_db
 
-# A boolean argument (a checkbox on the Run form), a step that ran (a timeline bar), one waiting for a person.
+# A boolean argument (a checkbox on the Run form), a step that ran (its attempts and log), one waiting for a person.
 SHIPS = """
 name: ships
 args:
