@@ -50,7 +50,7 @@ def test_running_from_the_form_starts_the_latest_version_with_typed_arguments(cl
     assert AuditEvent.objects.filter(code="forge.run.started", run_id=run.pk).exists()
 
 
-@pytest.mark.parametrize("posted, says", [({"arg-limit": "3"}, "argument &#x27;vendor&#x27; is required"),
+@pytest.mark.parametrize("posted, says", [({"arg-limit": "3"}, "Argument &#x27;vendor&#x27; is required"),
                                           ({"arg-vendor": "A", "arg-limit": "many"}, "limit"),
                                           ({"arg-vendor": "A", "arg-tags": "[1,"}, "must be JSON")])
 def test_bad_arguments_are_shown_on_the_form_and_start_nothing(client, typed, operator, posted, says):
@@ -61,11 +61,11 @@ def test_bad_arguments_are_shown_on_the_form_and_start_nothing(client, typed, op
 
 
 @pytest.mark.parametrize("posted, says", [
-    ({"arg-vendor": "A", "arg-limit": "9" * 5000}, "argument &#x27;limit&#x27; holds an integer beyond 64 bits"),
-    ({"arg-vendor": "A", "arg-limit": str(2**63)}, "argument &#x27;limit&#x27; holds an integer beyond 64 bits"),
-    ({"arg-vendor": "A", "arg-limit": "²"}, "argument &#x27;limit&#x27; must be an integer"),
+    ({"arg-vendor": "A", "arg-limit": "9" * 5000}, "Argument &#x27;limit&#x27; holds an integer beyond 64 bits"),
+    ({"arg-vendor": "A", "arg-limit": str(2**63)}, "Argument &#x27;limit&#x27; holds an integer beyond 64 bits"),
+    ({"arg-vendor": "A", "arg-limit": "²"}, "Argument &#x27;limit&#x27; must be an integer"),
     ({"arg-vendor": "A", "arg-tags": '["a\\u0000"]'}, "holds a NUL character or an unpaired surrogate"),
-    ({"arg-vendor": "A", "arg-tags": "[" + "1," * 40_000 + "1]"}, "FORGE_MAX_ARGS_BYTES"),
+    ({"arg-vendor": "A", "arg-tags": "[" + "1," * 40_000 + "1]"}, "(at most 65536 bytes)"),
 ])
 def test_arguments_no_database_keeps_are_shown_on_the_form_and_start_nothing(client, typed, operator, posted, says):
     client.force_login(operator)
