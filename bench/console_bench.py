@@ -1,7 +1,7 @@
 """Console benchmark: how fast the live run view follows a run, in Chromium, against daphne and a real cluster.
 
     .venv/bin/python bench/console_bench.py [--backends embedded,postgres] [--paced 120] [--big 1000]
-        [--burst 500] [--json]
+        [--burst 500] [--server-steps 1000] [--json]
 
 For each backend a fresh deployment (tests/cluster/harness.py, the installation's default timings: the
 consumer polls every FORGE_LIVE_POLL_S, 0.2 s embedded and 2 s with Redis, where wake-ups do the work) with its
@@ -18,9 +18,17 @@ cluster and daphne (tests/browser/console.py), watched by Debian's Chromium thro
 - burst: `--burst` parallel mock steps released at once by an approval while the page watches (about two
   events each); the longest main-thread task (PerformanceObserver 'longtask', which reports tasks over 50 ms)
   until the page has applied the run's last event, and how long that took.
+- server: a `--server-steps`-step run (an approval, then the rest in parallel) watched by the page; the server
+  time the run view spends per 1,000 step events of it: the socket's reads and encoding of the events
+  (forge.console.stream.events_frame, in chunks, as the consumer does; median of 5 runs; wall-clock time, and
+  the process's CPU time, which a busy machine inflates less), plus
+  the HTTP requests the page made while the run moved (the step events carry the table's sentence, times and
+  cost, so there should be none: no whole read model fetched again). Beside it, for scale, one full read of the
+  run view's model (run_view, what the page's /why fetched after every burst before).
 
 Targets: p95 <= 250 ms embedded, <= 100 ms with Redis; the 1,000-step view drawn in < 2 s; no task over 200 ms
-during the burst. Deployments are removed on exit.
+during the burst; under 20 ms of server time per 1,000 step events, with no request. Deployments are removed on
+exit.
 """
 
 from __future__ import annotations
@@ -43,8 +51,10 @@ from tests.cluster.harness import deployed  # noqa: E402
 
 BACKENDS = {"embedded": ("sqlite", "SQLite WAL + django-q2 ORM broker, consumers poll"),
             "postgres": ("postgres", "PostgreSQL + Redis, wake-ups through channels_redis")}
-TARGETS = {"p95_ms": {"embedded": 250, "postgres": 100}, "draw_s": 2.0, "longest_task_ms": 200}
-LIVE = "document.getElementById('live').dataset.state === 'live'"
+TARGETS = {"p95_ms": {"embedded": 250, "postgres": 100}, "draw_s": 2.0, "longest_task_ms": 200,
+           "server_ms_per_1000": 20}
+# Predicates are functions: the page's Content-Security-Policy (no 'unsafe-eval') refuses an expression.
+LIVE = "() => document.getElementById('live').dataset.state === 'live'"
 
 
 def gated(name: str, steps: list[str]) -> str:
@@ -70,6 +80,34 @@ def big(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+SERVER_TIME = """
+import statistics, time
+from forge.console.run_view import run_view
+from forge.console.stream import events_frame
+from forge.runs.models import Run, RunEvent
+
+def socket_reads():
+    started, cpu, after, sent = time.perf_counter(), time.process_time(), {after}, 0
+    while True:
+        frame = events_frame({run_id}, after)
+        if frame is None:
+            return time.perf_counter() - started, sent, time.process_time() - cpu
+        text, after, _ = frame
+        sent += text.count('"kind": "step"')
+
+socket_reads()  # warm: the first query opens the connection
+reads = [socket_reads() for _ in range(5)]
+steps = reads[0][1]
+model = []
+for _ in range(5):
+    started = time.perf_counter()
+    run_view(Run.objects.select_related("version").get(pk={run_id}))
+    model.append(time.perf_counter() - started)
+result = {{"step_events": steps, "ms_per_1000": statistics.median(r[0] for r in reads) * 1000 * 1000 / steps,
+          "cpu_ms_per_1000": statistics.median(r[2] for r in reads) * 1000 * 1000 / steps,
+          "run_view_ms": statistics.median(model) * 1000}}
+"""
+
 START = """
 from forge.runs import services
 from forge.workflows.services import workflow_version_save
@@ -87,13 +125,15 @@ class Bench:
         return self.dep.query(START.format(source=source))
 
     def events(self, run_id: int) -> list[tuple[int, datetime]]:
-        return self.dep.sql("SELECT id, at FROM forge_runs_runevent WHERE run_id = %s ORDER BY id", (run_id,))
+        """The events the page is sent (not the interpreter's inputs)."""
+        return self.dep.sql("SELECT id, at FROM forge_runs_runevent WHERE run_id = %s AND kind <> 'input' ORDER BY id",
+                            (run_id,))
 
     def watch(self, run_id: int):
         page = self.console.login(self.browser, "olive")
         page.goto(f"{self.console.url}/runs/{run_id}/")
         page.wait_for_function(LIVE)
-        page.wait_for_function("document.querySelector('tr[data-step=gate] [data-field=status]').textContent"
+        page.wait_for_function("() => document.querySelector('tr[data-step=gate] [data-field=status]').textContent"
                                " === 'waiting'")
         return page
 
@@ -105,7 +145,7 @@ class Bench:
         if run["status"] != "completed":
             raise RuntimeError(f"run {run_id}: {run}")
         events = self.events(run_id)
-        page.wait_for_function(f"window.forgeRun.lastApplied >= {events[-1][0]}", timeout=120_000)
+        page.wait_for_function(f"() => window.forgeRun.lastApplied >= {events[-1][0]}", timeout=120_000)
         return events
 
     def latency(self, n: int) -> dict:
@@ -129,7 +169,7 @@ class Bench:
             context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
             page = self.console.login_in(context, "olive")
             page.goto(f"{self.console.url}/runs/{run_id}/")
-            page.wait_for_function("window.forgeRun.laidOutAt !== null", timeout=120_000)
+            page.wait_for_function("() => window.forgeRun.laidOutAt !== null", timeout=120_000)
             figures[f"{visit}_drawn_s"] = round(page.evaluate("window.forgeRun.drawnAt") / 1000, 2)
             figures[f"{visit}_laid_out_s"] = round(page.evaluate("window.forgeRun.laidOutAt") / 1000, 2)
             if visit == "first":  # the page keeps the layout it computed: wait until the server has it
@@ -157,17 +197,32 @@ class Bench:
         page.context.close()
         return figures
 
+    def server(self, n: int) -> dict:
+        run_id = self.start(burst(n - 1))  # the approval and n - 1 steps
+        page = self.watch(run_id)
+        shown = page.evaluate("window.forgeRun.lastApplied")
+        asked = []  # what the page fetched over HTTP while the run moved (the socket is not a request)
+        page.on("request", lambda request: asked.append(request.url)
+                if request.resource_type in ("fetch", "xhr", "document") else None)
+        self.approve_and_follow(page, run_id)
+        page.context.close()
+        measured = self.dep.query(SERVER_TIME.format(run_id=run_id, after=shown), timeout=600)
+        return {"steps": n, "step_events": measured["step_events"],
+                "ms_per_1000": round(measured["ms_per_1000"], 1),
+                "cpu_ms_per_1000": round(measured["cpu_ms_per_1000"], 1), "requests": len(asked),
+                "asked": sorted({url.split("?")[0].replace(self.console.url, "") for url in asked})[:5],
+                "run_view_ms": round(measured["run_view_ms"], 1)}
+
 
 def bench_backend(backend: str, args, browser) -> dict:
     with deployed(f"forge-console-bench-{backend}-", BACKENDS[backend][0], on_error=log, test_timings=False) as dep:
         bench = Bench(Console(dep, dep.workdir), browser)
         out = {"backend": backend, "load_before": round(os.getloadavg()[0], 2)}
-        out["latency"] = bench.latency(args.paced)
-        log(f"{backend} latency: {out['latency']}")
-        out["draw"] = bench.draw(args.big)
-        log(f"{backend} draw: {out['draw']}")
-        out["burst"] = bench.responsiveness(args.burst)
-        log(f"{backend} burst: {out['burst']}")
+        phases = {"latency": lambda: bench.latency(args.paced), "draw": lambda: bench.draw(args.big),
+                  "burst": lambda: bench.responsiveness(args.burst), "server": lambda: bench.server(args.server_steps)}
+        for name in args.phases.split(","):
+            out[name] = phases[name]()
+            log(f"{backend} {name}: {out[name]}")
         out["load_after"] = round(os.getloadavg()[0], 2)
         return out
 
@@ -183,20 +238,45 @@ def verdict(value: float, limit: float) -> str:
 def print_table(results: list[dict]) -> None:
     print("Forge console, Chromium (headless) on the same machine as daphne and the cluster")
     for r in results:
-        lat, draw, burst_ = r["latency"], r["draw"], r["burst"]
         print(f"\n{r['backend']} ({BACKENDS[r['backend']][1]}); 1-min load average {r['load_before']:.1f} before, "
               f"{r['load_after']:.1f} after, on {os.cpu_count()} CPUs")
-        print(f"  commit -> applied, {lat['events']} events: p50 {lat['p50_ms']:.0f} ms, p95 {lat['p95_ms']:.0f} ms "
-              f"({verdict(lat['p95_ms'], TARGETS['p95_ms'][r['backend']])}), max {lat['max_ms']:.0f} ms")
-        print(f"  {draw['steps']:,}-step run view, navigation start -> graph drawn: "
-              f"{draw['stored_drawn_s']:.2f} s with the version's stored layout "
-              f"({verdict(draw['stored_drawn_s'], TARGETS['draw_s'])}); the first view of a version "
-              f"{draw['first_drawn_s']:.2f} s drawn with a quick layering "
-              f"({verdict(draw['first_drawn_s'], TARGETS['draw_s'])}), moved to elkjs's layout at "
-              f"{draw['first_laid_out_s']:.2f} s")
-        print(f"  burst of {burst_['events']:,} events: longest main-thread task {burst_['longest_task_ms']:.0f} ms "
-              f"({verdict(burst_['longest_task_ms'], TARGETS['longest_task_ms'])}; {burst_['long_tasks']} tasks "
-              f"over 50 ms), the last applied {burst_['applied_all_s']:.2f} s after the first")
+        if "latency" in r:
+            print_latency(r, r["latency"])
+        if "draw" in r:
+            print_draw(r["draw"])
+        if "burst" in r:
+            print_burst(r["burst"])
+        if "server" in r:
+            print_server(r["server"])
+
+
+def print_latency(r: dict, lat: dict) -> None:
+    print(f"  commit -> applied, {lat['events']} events: p50 {lat['p50_ms']:.0f} ms, p95 {lat['p95_ms']:.0f} ms "
+          f"({verdict(lat['p95_ms'], TARGETS['p95_ms'][r['backend']])}), max {lat['max_ms']:.0f} ms")
+
+
+def print_draw(draw: dict) -> None:
+    print(f"  {draw['steps']:,}-step run view, navigation start -> graph drawn: "
+          f"{draw['stored_drawn_s']:.2f} s with the version's stored layout "
+          f"({verdict(draw['stored_drawn_s'], TARGETS['draw_s'])}); the first view of a version "
+          f"{draw['first_drawn_s']:.2f} s drawn with a quick layering "
+          f"({verdict(draw['first_drawn_s'], TARGETS['draw_s'])}), moved to elkjs's layout at "
+          f"{draw['first_laid_out_s']:.2f} s")
+
+
+def print_burst(burst_: dict) -> None:
+    print(f"  burst of {burst_['events']:,} events: longest main-thread task {burst_['longest_task_ms']:.0f} ms "
+          f"({verdict(burst_['longest_task_ms'], TARGETS['longest_task_ms'])}; {burst_['long_tasks']} tasks "
+          f"over 50 ms), the last applied {burst_['applied_all_s']:.2f} s after the first")
+
+
+def print_server(server: dict) -> None:
+    print(f"  {server['steps']:,}-step run, {server['step_events']:,} step events: the run view's server time "
+          f"{server['ms_per_1000']:.1f} ms per 1,000 step events "
+          f"({verdict(server['ms_per_1000'], TARGETS['server_ms_per_1000'])}; of which CPU "
+          f"{server['cpu_ms_per_1000']:.1f} ms), "
+          f"{server['requests']} requests while it moved {server['asked'] or ''}; a full read of the run "
+          f"view's model (what /why read per burst before) {server['run_view_ms']:.0f} ms")
 
 
 def main(argv=None) -> None:
@@ -205,6 +285,8 @@ def main(argv=None) -> None:
     parser.add_argument("--paced", type=int, default=120, help="chained steps of the latency run (2 events each)")
     parser.add_argument("--big", type=int, default=1000, help="steps of the run whose view is drawn")
     parser.add_argument("--burst", type=int, default=500, help="parallel steps released at once")
+    parser.add_argument("--phases", default="latency,draw,burst,server", help="which figures, in this order")
+    parser.add_argument("--server-steps", type=int, default=1000, help="steps of the run the server time is read on")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     started = time.perf_counter()
