@@ -102,6 +102,11 @@ def test_retry_skip_and_abort_each_look_like_what_they_do_and_a_retry_reads_as_c
     assert looks["abort"][0] == "rgb(179, 38, 30)"  # solid red: it ends the step and the run
     assert looks["skip"][2] == "solid" and looks["skip"][0] == "rgb(255, 255, 255)"  # quiet, outlined
     console.shot(april, "escalation-buttons")
+    april.set_viewport_size({"width": 390, "height": 900})  # on a phone the card and its buttons fit
+    assert april.eval_on_selector("#decisions [data-approval-key]", "(c) => c.getBoundingClientRect().right") <= 390
+    assert april.eval_on_selector("#decisions button[value=abort]", "(b) => b.getBoundingClientRect().right") <= 390
+    console.shot(april, "escalation-buttons-390")
+    april.set_viewport_size({"width": 1400, "height": 1000})
 
     april.click("#decisions button[value=retry]")
     april.wait_for_function("() => window.forgeRun.runStatus === 'completed'")
