@@ -107,6 +107,11 @@ def test_status_list_gantt_and_log_of_a_run_with_a_retry_and_a_failure(console, 
         return [window.forgeAttempts.order.map((id) => pick(window.forgeAttempts.steps.get(id))), fresh];
     }""")
     assert live == fresh
+    # After a snapshot (a backlog too long to replay), the panes read what they missed again.
+    with page.expect_request(lambda request: request.url.endswith(f"/runs/{run}/attempts/")):
+        page.evaluate("() => document.dispatchEvent(new CustomEvent('forge:snapshot', {detail: {last_id: 0}}))")
+    page.wait_for_function("() => window.forgeAttempts.ready && document.querySelector('#status-list "
+                           "[data-group=failed]').dataset.count === '1'")
     page.wait_for_function("() => [...document.querySelectorAll('#run-log tbody tr')].some("
                            "(r) => r.dataset.level === 'error' && r.dataset.step === 'broken')")  # appended live
 

@@ -11,8 +11,9 @@
   // applied/appliedAt: each event id the page applied and when (ms since the epoch), read by tests and the bench.
   const live = (window.forgeRun = { lastApplied: data.last_event_id, applied: [], appliedAt: [], runStatus: data.status,
                                     cy: null, drawnAt: null, laidOutAt: null, nodes, selected: null, select: null });
-  // The page's other parts (status list, Gantt, run log, approval cards) follow the run through two DOM events:
-  // "forge:events" ({events}: each batch applied, in order) and "forge:select" ({step}: the step selected, or null).
+  // The page's other parts (status list, Gantt, run log, approval cards) follow the run through DOM events:
+  // "forge:events" ({events}: each batch applied, in order) and "forge:select" ({step}: the step selected, or null);
+  // "forge:snapshot" ({last_id}) when a backlog too long to replay was replaced by the rows' state: read again.
   const tell = (name, detail) => document.dispatchEvent(new CustomEvent(name, { detail }));
   let queue = [];
   let frame = 0;
@@ -141,6 +142,7 @@
     }
     live.lastApplied = message.last_id;
     showRun(message.run.status);
+    tell("forge:snapshot", { last_id: message.last_id });
     const draw = () => { nodes.forEach(showNode); if (live.cy) showPath(live.cy); };
     if (live.cy) live.cy.batch(draw); else draw();
   }

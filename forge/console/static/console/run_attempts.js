@@ -70,27 +70,34 @@
     if (model.ready) apply(e.detail.events); else early.push(...e.detail.events);
   });
 
-  fetch(root.dataset.attempts, { credentials: "same-origin" })
-    .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
-    .then((data) => {
-      model.skew = Date.parse(data.now) - Date.now();
-      model.start = ms(data.started_at);
-      model.end = ms(data.finished_at);
-      model.status = data.status;
-      for (const s of data.steps) {
-        model.order.push(s.id);
-        model.steps.set(s.id, {
-          id: s.id, status: s.status, word: s.word, neverRan: s.never_ran,
-          attempts: s.attempts.map((a) => ({ n: a.n, start: ms(a.start), end: ms(a.end), status: a.status,
-                                             blocked: a.status === "blocked" || a.status === "held" })),
-          waits: s.waits.map((w) => ({ kind: w.kind, start: ms(w.start), end: ms(w.end), after: w.after })),
-        });
-      }
-      lastId = data.last_event_id;
-      model.ready = true;
-      const pending = early; early = [];
-      tell(new Set(model.order));
-      apply(pending);
-    })
-    .catch(() => { root.dataset.failed = "true"; tell(new Set()); });
+  function read() {
+    fetch(root.dataset.attempts, { credentials: "same-origin" })
+      .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
+      .then((data) => {
+        model.skew = Date.parse(data.now) - Date.now();
+        model.start = ms(data.started_at);
+        model.end = ms(data.finished_at);
+        model.status = data.status;
+        model.order = [];
+        model.steps = new Map();
+        for (const s of data.steps) {
+          model.order.push(s.id);
+          model.steps.set(s.id, {
+            id: s.id, status: s.status, word: s.word, neverRan: s.never_ran,
+            attempts: s.attempts.map((a) => ({ n: a.n, start: ms(a.start), end: ms(a.end), status: a.status,
+                                               blocked: a.status === "blocked" || a.status === "held" })),
+            waits: s.waits.map((w) => ({ kind: w.kind, start: ms(w.start), end: ms(w.end), after: w.after })),
+          });
+        }
+        lastId = data.last_event_id;
+        model.ready = true;
+        const pending = early; early = [];
+        tell(new Set(model.order));
+        apply(pending);
+      })
+      .catch(() => { root.dataset.failed = "true"; tell(new Set()); });
+  }
+  // A backlog too long to replay was replaced by the rows' state: what was missed is read again, once.
+  document.addEventListener("forge:snapshot", () => { model.ready = false; early = []; read(); });
+  read();
 })();

@@ -121,5 +121,6 @@
   document.addEventListener("forge:select", (e) => { step = e.detail.step || null; draw(); });
   let pending = 0;
   document.addEventListener("forge:events", () => { clearTimeout(pending); pending = setTimeout(load, 300); });
+  document.addEventListener("forge:snapshot", load); // the events it replaced are read from the server too
   load();
 })();
