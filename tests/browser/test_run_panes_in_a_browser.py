@@ -81,7 +81,8 @@ def test_status_list_gantt_and_log_of_a_run_with_a_retry_and_a_failure(console, 
     first = page.text_content(clock)
     page.wait_for_function(f"(was) => document.querySelector('{clock}')?.textContent !== was", arg=first)
     page.wait_for_function(f"(w) => {{ const p = document.querySelector('{piece}'); "
-                           f"return p && (Number(p.getAttribute('width')) > w + 1 || p.classList.contains('status-completed')); }}",
+                           f"return p && (Number(p.getAttribute('width')) > w + 1 "
+                           f"|| p.classList.contains('status-completed')); }}",
                            arg=width)
 
     assert page.locator("#gantt g[data-step=after] rect.outline").count() == 1  # not started: an outline
@@ -193,7 +194,7 @@ def test_status_list_gantt_and_log_of_a_run_with_a_retry_and_a_failure(console, 
     for pane in ("#run-panes", "#gantt-card", "#run-log"):
         right = page.evaluate(f"() => document.querySelector('{pane}').getBoundingClientRect().right")
         assert right <= 390, f"{pane} reaches {right} px"
-    assert page.evaluate("() => document.querySelector('#gantt').scrollWidth <= document.querySelector('#gantt').clientWidth")
+    assert page.evaluate("() => { const g = document.querySelector('#gantt'); return g.scrollWidth <= g.clientWidth; }")
     console.shot(page, "run-panes-phone")
 
 

@@ -20,9 +20,19 @@ from tests.forge.conftest import fast_forward
 FLAKY = """
 name: flaky
 steps:
-  - {id: fetch, agent: mock, command: fetch, retry: {max_retries: 2, backoff_s: 1}, mock: {fail_times: 1, error: connection reset}}
-  - {id: load, agent: mock, command: load, on_failure: retry_once_then_escalate, depends_on: [fetch],
-     mock: {fail_times: 2, error: "Traceback (most recent call last):\\n  File x\\n  File y\\n  File z\\n  File w\\n  File v\\n  File u\\n  File t\\nValueError: disk full"}}
+  - id: fetch
+    agent: mock
+    command: fetch
+    retry: {max_retries: 2, backoff_s: 1}
+    mock: {fail_times: 1, error: connection reset}
+  - id: load
+    agent: mock
+    command: load
+    on_failure: retry_once_then_escalate
+    depends_on: [fetch]
+    mock:
+      fail_times: 2
+      error: "Traceback (most recent call last):\\n  File x\\n  File y\\n  File z\\n  File w\\n  File v\\n  File u\\n  File t\\nValueError: disk full"
   - {id: report, agent: mock, command: report, depends_on: [load], mock: {stdout: "rows: 3\\nall good"}}
 """
 
