@@ -40,4 +40,13 @@
   document.addEventListener("forge:events", (e) => {
     if (e.detail.events.some((event) => event.kind === "approval")) read();
   });
+  // Back from a lost socket the page may have been given a snapshot instead of the events missed: read once.
+  const badge = document.getElementById("live");
+  let lost = false;
+  if (badge) {
+    new MutationObserver(() => {
+      if (badge.dataset.state === "live" && lost) read();
+      lost = badge.dataset.state === "reconnecting" || badge.dataset.state === "stale";
+    }).observe(badge, { attributes: true, attributeFilter: ["data-state"] });
+  }
 })();
