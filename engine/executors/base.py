@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from engine.interpreter.commands import Dispatch
@@ -68,6 +68,31 @@ class StepResult:
         return StepFinished(step=request.step, attempt=request.attempt, iteration=request.iteration, ok=self.ok,
                             outputs=self.outputs, stdout=self.stdout, error=self.error, error_code=self.error_code,
                             tokens=self.tokens, cost=self.cost, at=at)
+
+
+SECRET_SHOWN = "[secret]"
+
+
+def secrets_hidden(result: StepResult, secrets: list[str]) -> StepResult:
+    """`result` with each of `secrets` replaced by SECRET_SHOWN in its outputs, stdout and error: what an agent
+    answers may repeat a secret it was sent (a gateway quoting the token it refuses), and a result is shown to
+    every person who may see the run."""
+    secrets = sorted({secret for secret in secrets if secret}, key=len, reverse=True)  # a longer one whole
+    if not secrets:
+        return result
+
+    def hidden(value: Any) -> Any:
+        if isinstance(value, str):
+            for secret in secrets:
+                value = value.replace(secret, SECRET_SHOWN)
+            return value
+        if isinstance(value, dict):
+            return {hidden(key): hidden(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [hidden(item) for item in value]
+        return value
+
+    return replace(result, outputs=hidden(result.outputs), stdout=hidden(result.stdout), error=hidden(result.error))
 
 
 class Executor(Protocol):

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from engine.executors.base import StepRequest, StepResult
+from engine.executors.base import SECRET_SHOWN, StepRequest, StepResult
 from engine.executors.gateway_result import Malformed, clean_text, load_json, outputs_problem
 from engine.executors.sandbox import SAFE_PATH, Sandbox, limits_problems
 from engine.secrets import SECRET_PREFIX, read_secret, secret_name_problem
@@ -41,7 +41,6 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 MAX_ENV_ENTRIES, MAX_ENV_VALUE = 100, 32768
 MAX_STDERR_BYTES = 65536
 WATCH_EVERY_S = 0.5  # how often a watcher hears the output so far while the command runs
-SECRET_SHOWN = "[secret]"
 
 
 def _reserved(name: str) -> bool:

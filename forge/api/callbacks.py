@@ -27,12 +27,14 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from engine.executors.base import secrets_hidden
 from engine.executors.gateway_result import GatewayResult, Malformed, load_json, read_result
 from forge.audit.models import AuditEvent
 from forge.audit.services import audit
 from forge.governance.context import ALLOWED
 from forge.governance.models import Agent, Gateway
 from forge.runs.models import StepResult
+from forge.runtime.agents import secret_values
 from forge.runtime.completion import Completion, Outcome, complete_step
 from forge.runtime.queue import enqueue_advance
 
@@ -109,11 +111,14 @@ class StepCompleteApi(APIView):
         row = StepResult.objects.filter(run_id=got.run_id, step=got.step).values("agent", "dispatch").first()
         if row is None:
             return problem(404, f"run {got.run_id} has no step {got.step!r}")
-        if not Agent.objects.filter(name=row["agent"], gateway=gateway).exists():
+        agent = Agent.objects.filter(name=row["agent"], gateway=gateway).first()
+        if agent is None:
             return problem(403, f"step {got.step!r} was not sent to gateway {gateway.name!r}")
         if not was_dispatched(row, got):
             return self.unknown_attempt(gateway, got)
-        outcome = complete_step(Completion(got.run_id, got.step, got.attempt, got.iteration, got.result),
+        # Neither the agent's secrets nor the gateway's own token are shown, should its result repeat them.
+        result = secrets_hidden(got.result, [*secret_values(agent), token])
+        outcome = complete_step(Completion(got.run_id, got.step, got.attempt, got.iteration, result),
                                 source=f"gateway:{gateway.name}")
         if outcome is Outcome.ACCEPTED:
             enqueue_advance(got.run_id)

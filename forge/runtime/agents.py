@@ -9,6 +9,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from engine.executors import ShellExecutor, StepRequest, StepResult
+from engine.executors.base import secrets_hidden
 from engine.executors import MockExecutor
 from engine.executors.http import HttpExecutor
 from engine.executors.openai import OpenAIExecutor
@@ -91,9 +92,28 @@ def execute(agent, request: StepRequest, cancel: threading.Event, watch=None) ->
     if agent is None:
         return StepResult.failure(f"agent {request.agent!r} no longer exists")
     try:
-        return executor_for(agent, watch).execute(request, cancel)
+        result = executor_for(agent, watch).execute(request, cancel)
     except AgentMisconfigured as exc:
         return StepResult.failure(str(exc))
     except Exception as exc:  # noqa: BLE001 - any executor fault is the step's failure
-        return StepResult.failure(f"the {agent.provider} agent failed: {type(exc).__name__}: {exc}"[:500])
+        result = StepResult.failure(f"the {agent.provider} agent failed: {type(exc).__name__}: {exc}"[:500])
+    return secrets_hidden(result, secret_values(agent))
+
+
+def secret_values(agent) -> list[str]:
+    """The values of the agent secrets `agent` is given (token_env, api_key_env, secret_env), which no result
+    of it may show; a name that is no agent secret's gives none (its step fails on it)."""
+    config = agent.config if isinstance(agent.config, dict) else {}
+    names = [config.get("token_env"), config.get("api_key_env")]
+    if agent.provider == "openai" and not config.get("api_key_env"):
+        names.append(DEFAULT_OPENAI_KEY_ENV)
+    if isinstance(config.get("secret_env"), list):
+        names += config["secret_env"]
+    values = []
+    for name in names:
+        try:
+            values.append(read_secret(name) if isinstance(name, str) else None)
+        except ValueError:
+            continue
+    return [value for value in values if value]
 

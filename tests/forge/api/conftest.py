@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
@@ -36,6 +37,14 @@ class LocalServer:
 @pytest.fixture
 def local_server(settings):
     """The server, which agents may reach: its loopback host:port is in FORGE_EGRESS_ALLOW for the test."""
+    with serving() as state:
+        settings.FORGE_EGRESS_ALLOW = settings.FORGE_EGRESS_ALLOW | {state.url.removeprefix("http://")}
+        yield state
+
+
+@contextmanager
+def serving():
+    """A LocalServer listening on 127.0.0.1 until the block ends (agents reach it once FORGE_EGRESS_ALLOW has it)."""
     state = LocalServer()
     lock = threading.Lock()
 
@@ -61,7 +70,6 @@ def local_server(settings):
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    settings.FORGE_EGRESS_ALLOW = settings.FORGE_EGRESS_ALLOW | {f"127.0.0.1:{server.server_address[1]}"}
     try:
         yield state
     finally:
