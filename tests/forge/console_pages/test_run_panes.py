@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from forge.console.attempts import step_times
+from forge.console.attempts import fold, step_times
 from forge.runs import services
 from forge.runs.models import Approval, RunEvent
 from tests.forge.conftest import fast_forward
@@ -236,3 +236,35 @@ def test_a_step_that_never_ran_is_no_error_of_its_own(client, save_workflow, ope
     assert {e["step"] for e in errors} == {"load", ""}  # the step that failed, and the run
     report = log(client, run, step="report").json()["entries"]
     assert [(e["level"], e["text"]) for e in report][-1] == ("warning", "not run: upstream failed")
+
+
+def at(second: int):
+    return timezone.now().replace(microsecond=0) + timedelta(seconds=second)
+
+
+def test_a_held_or_blocked_dispatch_is_a_wait_and_the_attempt_starts_when_it_really_runs():
+    """The engine's own sequences (engine/interpreter/machine.py): a hold waits for a person and dispatches the same
+    attempt again; a retryable block backs off and does the same."""
+    held = fold("x", [
+        ("step", {"status": "running", "attempt": 1}, at(1)),
+        ("governance", {"attempt": 1, "outcome": "hold", "gate": "approval_required"}, at(1)),
+        ("step", {"status": "waiting", "attempt": 1, "wait": "hold"}, at(1)),
+        ("step", {"status": "pending", "attempt": 1, "wait": "redispatch"}, at(61)),
+        ("step", {"status": "running", "attempt": 1}, at(62)),
+        ("step", {"status": "completed", "attempt": 1}, at(64)),
+    ])
+    assert [(a.number, a.status, a.seconds) for a in held.attempts] == [(1, "completed", 2.0)]
+    assert [(w.kind, w.seconds) for w in held.waits] == [("hold", 60.0), ("queue", 1.0)]
+    blocked = fold("y", [
+        ("step", {"status": "running", "attempt": 1}, at(1)),
+        ("governance", {"attempt": 1, "outcome": "block", "gate": "rate_limit"}, at(1)),
+        ("step", {"status": "pending", "attempt": 1, "wait": "gate_retry", "error": "slow down"}, at(1)),
+        ("step", {"status": "pending", "attempt": 1, "wait": "redispatch"}, at(6)),
+        ("step", {"status": "running", "attempt": 1}, at(6)),
+        ("step", {"status": "pending", "attempt": 1, "wait": "retry", "error": "boom"}, at(7)),
+        ("step", {"status": "pending", "attempt": 1, "wait": "queued"}, at(9)),
+        ("step", {"status": "running", "attempt": 2}, at(9)),
+    ])
+    assert [(a.number, a.status, a.seconds) for a in blocked.attempts] == [(1, "failed", 1.0), (2, "running", None)]
+    assert [(w.kind, w.after, w.seconds) for w in blocked.waits] == [
+        ("backoff", 1, 5.0), ("queue", 1, 0.0), ("backoff", 1, 2.0), ("queue", 1, 0.0)]
