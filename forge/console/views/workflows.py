@@ -63,26 +63,35 @@ def workflow_detail(request, name: str):
     version = workflow.latest_version()
     if request.method == "POST":
         return _start(request, workflow, version)
+    status = 200
     if "run_again" in request.GET and version and can(request.user, "run.start"):
-        return _run_again(request, workflow, version)
+        if (filled := _run_again(request, workflow, version)) is not None:
+            return filled
+        status = 400  # refused, in a message: the page goes on unfilled
     try:
         fields = arg_fields(version) if version else []
     except WorkflowInvalid as exc:  # today's step library no longer has what the version names
         return _page(request, workflow, version, [], cannot_run=f"Version {version.number} cannot run with today's "
-                     f"step library: {exc}. Its runs keep the library they started with.")
-    return _page(request, workflow, version, fields)
+                     f"step library: {exc}. Its runs keep the library they started with.", status=status)
+    return _page(request, workflow, version, fields, status=status)
 
 
 def _run_again(request, workflow, latest):
-    """The Run form of a run's own version, filled with its arguments, to start as is or changed."""
+    """The Run form of a run's own version, filled with its arguments, to start as is or changed; None when it
+    cannot be (why is in a message)."""
     try:
         again = run_again(request.user, workflow, request.GET["run_again"])
     except RunFormRefused as exc:
         messages.error(request, str(exc))
-        return _page(request, workflow, latest, arg_fields(latest), status=400)
+        return None
     values, withheld = run_again_values(again)
-    return _page(request, workflow, latest, arg_fields(again.version, values), form_version=again.version,
-                 again=again, withheld=withheld)
+    try:
+        fields = arg_fields(again.version, values)
+    except WorkflowInvalid as exc:
+        messages.error(request, f"Run {again.pk}'s version v{again.version.number} cannot run with today's step "
+                                f"library: {exc}. The form is not filled from it.")
+        return None
+    return _page(request, workflow, latest, fields, form_version=again.version, again=again, withheld=withheld)
 
 
 def _page(request, workflow, version, fields, status: int = 200, *, form_version=None, again=None, withheld=(),

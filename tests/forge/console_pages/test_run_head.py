@@ -12,6 +12,7 @@ from forge.runs import services
 from forge.runs.models import Approval, Run
 from forge.schedules import services as schedules
 from forge.schedules.firing import fire_due_schedules
+from forge.workflows.models import StepLibraryEntry
 from tests.forge.conftest import fast_forward
 from tests.forge.console_pages.conftest import APPROVAL
 
@@ -29,6 +30,12 @@ steps:
   - {id: load, name: Load them, phase: ship, agent: mock, command: load, depends_on: [fetch],
      mock: {fail_times: 9, error: disk full}}
   - {id: report, phase: ship, agent: mock, command: report, depends_on: [load]}
+"""
+
+USES_LIBRARY = """
+name: uses_library
+steps:
+  - {id: fetch, library_step: fetch_report}
 """
 
 CHILD = """
@@ -263,6 +270,17 @@ class TestRunAgain:
         client.force_login(outsider)
         page = client.get(self.url(failed))
         assert page.status_code == 403 and "eu-west" not in page.content.decode()
+
+    def test_a_run_whose_version_no_longer_compiles_is_refused_clearly(self, client, save_workflow, operator):
+        StepLibraryEntry.objects.create(name="fetch_report", definition={"agent": "mock", "command": "fetch"})
+        run = fast_forward(services.run_start(user=operator, version=save_workflow(USES_LIBRARY)))
+        StepLibraryEntry.objects.filter(name="fetch_report").delete()
+        StepLibraryEntry.objects.create(name="other", definition={"agent": "mock", "command": "other"})
+        client.force_login(operator)
+        page = client.get(f"/workflows/uses_library/?run_again={run.pk}")
+        assert page.status_code == 400
+        assert "cannot run with today&#x27;s step library" in page.content.decode()
+        assert 'id="run-again-note"' not in page.content.decode()
 
     @pytest.mark.parametrize("given", ["abc", "0", "99", "-1", "9" * 40])
     def test_a_hostile_version_starts_nothing(self, client, failed, operator, given):
