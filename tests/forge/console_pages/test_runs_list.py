@@ -76,7 +76,7 @@ def test_each_run_shows_its_duration_and_a_run_in_flight_its_time_so_far(client,
     row = re.search(rf'<tr data-run="{done.pk}">.*?</tr>', html, re.S).group(0)
     assert '<td data-field="duration">1 min 15 s</td>' in row
     waiting = re.search(rf'<tr data-run="{runs["waiting"].pk}">.*?</tr>', html, re.S).group(0)
-    assert re.search(r'data-field="duration">\d+ s <span class="muted">so far</span>', waiting)
+    assert re.search(r'data-field="duration">[\d.]+ s <span class="muted">so far</span>', waiting)
 
 
 def row_of(client, run) -> str:
