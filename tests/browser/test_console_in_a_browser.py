@@ -73,8 +73,9 @@ def save(console, source: str) -> None:
 
 
 def shown(page) -> dict[str, str]:
-    return dict(zip(page.eval_on_selector_all("tr[data-step]", "rows => rows.map(r => r.dataset.step)"),
-                    page.eval_on_selector_all("tr[data-step] [data-field=status]", "els => els.map(e => e.textContent)")))
+    rows = "#steps-card tr[data-step]"  # the steps table's (a step panel's rows name their step too)
+    return dict(zip(page.eval_on_selector_all(rows, "rows => rows.map(r => r.dataset.step)"),
+                    page.eval_on_selector_all(rows + " [data-field=status]", "els => els.map(e => e.textContent)")))
 
 
 def in_database(console, run_id: int) -> dict[str, str]:
@@ -216,6 +217,7 @@ def test_cancel_a_running_run_whose_shell_step_sleeps_and_see_it_stop(console, b
         console.deployment.until(lambda: not pids_sleeping(seconds), timeout=120, what="the nap's sleep stopped")
         olive.wait_for_function(status_is("nap", "cancelled"))
         # Its panel keeps what it printed before it was stopped (the worker's copy; the step row has none).
+        olive.click("[data-open-step=nap]")
         olive.wait_for_function("() => document.querySelector('.step-panel h2 .status')?.textContent === 'cancelled'")
         assert "napping now" in olive.inner_text("#step-stdout")
         assert shown(olive) == in_database(console, run_id)
