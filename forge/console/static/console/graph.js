@@ -112,7 +112,8 @@
         // What this file and graph_controls.js mark are data fields: run.js sets a step's classes whole.
         { selector: "node.group", style: { width: GROUP.width, height: GROUP.height, "border-width": 4, "border-style": "double", "font-weight": "bold", "text-max-width": GROUP.width - 10 } },
         { selector: "node.group[?open]", style: { width: 220, "text-max-width": 210, height: 30, "border-width": 1, "border-style": "dashed", "background-color": "#f5f6f8", "font-weight": "normal" } },
-        { selector: "node[?inside]", style: { visibility: "hidden", events: "no", width: 1, height: 1 } }, // its edges meet at its group
+        // A folded step is its group's size, under it: its edges (and their arrows) end at the group's border.
+        { selector: "node[?inside]", style: { visibility: "hidden", events: "no", width: GROUP.width, height: GROUP.height } },
         { selector: "edge[?folded]", style: { display: "none" } },
         { selector: "node[?dim], edge[?dim]", style: { opacity: 0.2 } },
         { selector: "node[?out]", style: { display: "none" } },
