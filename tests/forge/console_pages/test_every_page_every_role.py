@@ -21,6 +21,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.test import Client, RequestFactory
 from django.urls import URLPattern, URLResolver, reverse
 
+from forge.audit.models import AuditEvent
 from forge.console import urls as console_urls
 from forge.runs.models import RUN_STATUSES, Approval, Run, RunEvent, StepResult
 from forge.workflows.models import Workflow, WorkflowVersion
@@ -102,7 +103,8 @@ QUERIES = {
     "console:runs": lambda world, values: [{"status": status} for status, _ in RUN_STATUSES]
                                           + [{"tab": tab} for tab in ("running", "waiting", "failed")]
                                           + [{"started_by": "olive"}, {"workflow": "every_kind_completes"}],
-    "console:audit": lambda world, values: [{"run": str(world.runs["failed"].pk)}, {"actor": "olive"}],
+    "console:audit": lambda world, values: [{"run": str(world.runs["failed"].pk)}, {"actor": "olive"},
+                                            *({"page": n} for n in range(2, AuditEvent.objects.count() // 50 + 2))],
     "console:run": lambda world, values: [{"steps": "all"}],
     "console:restart": lambda world, values: [{"step": step} for step in steps_of(Run(pk=values["run_id"]))[:1]],
     "console:run_log": lambda world, values: [{"format": "text"}, {"format": "jsonl"}, {"level": "error"},
