@@ -12,6 +12,7 @@ run by capturing the on-commit callbacks; `settle` also brings delayed events fo
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -110,6 +111,19 @@ class World:
     runs: dict[str, Run]  # kind -> run
     schedule: Schedule
     secrets: dict[str, str] = field(default_factory=dict)  # what it is -> the value no page may show
+    logged: list[str] = field(default_factory=list)  # every log record of the module, as a log file has it
+
+
+class Kept(logging.Handler):
+    """Every record, formatted with its traceback, into `lines`."""
+
+    def __init__(self, lines: list[str]):
+        super().__init__(logging.DEBUG)
+        self.lines = lines
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
+
+    def emit(self, record):
+        self.lines.append(self.format(record))
 
 
 def gateway_reply(seen) -> tuple[int, object]:
@@ -188,6 +202,18 @@ def build(people: dict) -> tuple[dict[str, Run], Schedule]:
 def world(django_db_setup, django_db_blocker):
     """The cast (olive: Operators, april: Approvers, adam: Admins, otto: no group, and nobody logged in) and a
     run of every kind (KINDS), in a transaction rolled back after the module."""
+    logged, root = [], logging.getLogger()
+    kept, level = Kept(logged), root.level
+    root.addHandler(kept)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield from _world(django_db_blocker, logged)
+    finally:
+        root.removeHandler(kept)
+        root.setLevel(level)
+
+
+def _world(django_db_blocker, logged: list[str]):
     with django_db_blocker.unblock(), serving() as gateway, pytest.MonkeyPatch.context() as env:
         env.setenv(SHELL_ENV, SHELL_SECRET)
         env.setenv(BEARER_ENV, BEARER_SECRET)
@@ -205,5 +231,5 @@ def world(django_db_setup, django_db_blocker):
             runs, schedule = build(people)
             yield World(people=people, runs=runs, schedule=schedule, secrets={
                 "a shell agent's secret": SHELL_SECRET, "an http agent's token": BEARER_SECRET,
-                "the gateway's token": GATEWAY_TOKEN, "the secret key": settings.SECRET_KEY})
+                "the gateway's token": GATEWAY_TOKEN, "the secret key": settings.SECRET_KEY}, logged=logged)
             transaction.set_rollback(True)

@@ -395,3 +395,10 @@ def test_every_run_streams_to_each_role_as_owed_and_no_frame_shows_a_secret(worl
         run_and_steps = RunEvent.objects.filter(run__in=world.runs.values(), kind__in=("run", "step"))
         assert {event["id"] for event in events} >= set(run_and_steps.values_list("id", flat=True))
         assert any("[secret]" in json.dumps(event) for event in events)
+
+
+def test_no_log_line_of_the_whole_walk_shows_a_secret(world):
+    """Last in the module: the runs were built, and every page and socket above opened, with the logs kept."""
+    assert len(world.logged) > 100  # the walk did log (a refusal is one line each)
+    shown = [f"{what}: {line[:300]}" for line in world.logged for what in leaks(line, world.secrets)]
+    assert not shown, "\n".join(shown)
