@@ -119,6 +119,6 @@ def resolve(host: str, port: int, allowed: frozenset[str]) -> list[Destination]:
             said = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # as the URL spells it
             why = (f"{host} is {problem}" if _host_key(host) == address.compressed
                    else f"{host} resolves to {address}, {problem}")
-            raise EgressRefused(f"egress to {said} refused: {why}; an operator may allow it by listing {said} "
-                                "in FORGE_EGRESS_ALLOW")
+            raise EgressRefused(f"egress to {said} refused: {why}; only the server's operator can allow "
+                                f"{said}")
     return destinations

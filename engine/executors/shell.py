@@ -241,8 +241,9 @@ class ShellExecutor:
             return StepResult.failure(f"could not prepare the run's directory for the sandbox: {exc}",
                                       "sandbox_unavailable")
         if problem := self.sandbox.problem(workdir):
-            return StepResult.failure(f"{problem}; or set FORGE_SHELL_SANDBOX=off to run shell steps without "
-                                      f"a sandbox (unsafe)", "sandbox_unavailable")
+            # Read on the run page: who can act, not the setting (docs/sandbox.md names it for that person).
+            return StepResult.failure(f"{problem}; shell steps cannot run on this server until its operator "
+                                      f"fixes the sandbox (or turns it off, which is unsafe)", "sandbox_unavailable")
         watched, alive = os.pipe()  # the guard reads `watched`; only this process holds `alive`
         guard = None
         try:

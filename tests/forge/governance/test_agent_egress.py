@@ -51,7 +51,8 @@ def test_an_http_agent_aimed_at_the_database_port_is_refused_and_nothing_connect
     remote = steps_of(run)["remote"]
     assert (run.status, remote.status, remote.error_code) == ("failed", "failed", "egress_refused")
     assert remote.error.startswith("egress to 127.0.0.1:5432 refused: 127.0.0.1 is a loopback address")
-    assert "FORGE_EGRESS_ALLOW" in remote.error and "hunter2" not in remote.error
+    assert remote.error.endswith("only the server's operator can allow 127.0.0.1:5432")
+    assert "FORGE_" not in remote.error and "hunter2" not in remote.error
     assert not [address for address in connects if address[1] == 5432]
 
 
