@@ -197,6 +197,21 @@ def test_a_302_step_run_folds_its_fan_out_finds_hides_and_follows_the_keyboard(c
     page.keyboard.press("0")
     assert page.evaluate(ZOOM) <= 1.5
 
+    # On a phone the tools wrap inside the card.
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("() => document.querySelector('.graph-tools').getBoundingClientRect().right") <= 390
+    try:
+        page.wait_for_function("() => { const cy = window.forgeGraph.view.cy; return cy.width() < 390 && "
+                               "cy.nodes().filter((n) => n.visible()).some((n) => { const p = n.renderedPosition(); "
+                               "return p.x > 0 && p.x < cy.width() && p.y > 0 && p.y < cy.height(); }); }",
+                               timeout=15_000)
+    except Exception:
+        raise AssertionError(page.evaluate("() => { const cy = window.forgeGraph.view.cy; return [cy.width(), "
+                                           "cy.container().clientWidth, cy.zoom(), cy.pan(), cy.nodes().filter((n) =>"
+                                           " n.visible()).map((n) => n.renderedPosition()).slice(0, 5)]; }")) from None
+    page.locator(".graph-card").screenshot(path=str(console.shots / "graph-302-steps-390px.png"))
+    page.set_viewport_size({"width": 1440, "height": 1000})
+
     # Full screen for the graph's card, and back.
     page.click("[data-graph=fullscreen]")
     page.wait_for_function("() => document.fullscreenElement === document.querySelector('.graph-card')")

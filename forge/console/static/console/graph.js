@@ -140,10 +140,11 @@
 
     function where(laid) {
       // A folded group's steps sit under it (their edges meet there); an opened group's header sits above its steps.
+      // Each gets its own copy: Cytoscape keeps the object an element is made with, and moves it in place.
       const out = {};
-      nodes.forEach((n) => { const g = groupOf.get(n.id); const p = laid[g && folded.has(g.id) ? g.id : n.id]; if (p) out[n.id] = p; });
+      nodes.forEach((n) => { const g = groupOf.get(n.id); const p = laid[g && folded.has(g.id) ? g.id : n.id]; if (p) out[n.id] = { x: p.x, y: p.y }; });
       groups.forEach((g) => {
-        if (folded.has(g.id)) { if (laid[g.id]) out[g.id] = laid[g.id]; return; }
+        if (folded.has(g.id)) { if (laid[g.id]) out[g.id] = { x: laid[g.id].x, y: laid[g.id].y }; return; }
         const at = g.members.map((id) => laid[id]).filter(Boolean);
         if (!at.length) return;
         const xs = at.map((p) => p.x);
@@ -309,6 +310,14 @@
 
     describe();
     fit();
+    // A card that changes width (a phone turned, a pane toggled, full screen) shows the whole graph again.
+    let width = container.clientWidth;
+    new ResizeObserver(() => {
+      if (!container.clientWidth || container.clientWidth === width) return;
+      width = container.clientWidth;
+      cy.resize();
+      fit();
+    }).observe(container);
     cy.ready(() => requestAnimationFrame(() => { drawn(); if (stored) laidOut(); }));
     if (!stored) {
       elkLayout(worker(), nodes).then((laid) => {
