@@ -10,6 +10,7 @@ from typing import Any
 from django.db.models import Max
 
 from engine.interpreter.state import StepStatus
+from engine.money import money_text
 from forge.console.restart_plan import carried_steps
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run, RunEvent, StepResult
@@ -51,7 +52,7 @@ class Node:
         websocket's snapshot sends these."""
         return {"status": self.status, "wait": self.wait, "attempt": self.attempt, "error": self.error,
                 "error_code": self.error_code, "why": self.why, "word": self.word, "cost": self.cost,
-                "tokens": self.tokens, "started_at": _iso(self.started_at), "finished_at": _iso(self.finished_at)}
+                "cost_text": self.cost_text, "tokens": self.tokens, "started_at": _iso(self.started_at), "finished_at": _iso(self.finished_at)}
 
     @property
     def word(self) -> str:
@@ -68,7 +69,7 @@ class Node:
 
     @property
     def cost_text(self) -> str:
-        return f"{self.cost:.4f}"
+        return money_text(self.cost)  # as a step event writes it (forge/runtime/step_events.py)
 
 
 @dataclass

@@ -4,6 +4,7 @@ tokens) and the sentence saying why it is not running, so the page never reads r
 from __future__ import annotations
 
 from engine.interpreter import commands as cmd
+from engine.money import money_text
 from engine.interpreter.state import StepStatus
 from engine.workflow import Workflow
 from forge.runs.models import RunEvent
@@ -17,13 +18,14 @@ def _iso(seconds: float | None) -> str | None:
 
 def step_data(command: cmd.StepChanged, state) -> dict:
     """The event of one change: the command's fields and the step's times, cost and tokens (ISO 8601 times, as the
-    event's `at`; a step ends once, so `finished_at` belongs to a status that ended it)."""
+    event's `at`; a step ends once, so `finished_at` belongs to a status that ended it), and the cost as the
+    table writes it (`cost_text`: engine/money's, so the page formats no money of its own)."""
     st = state.steps[command.step]
     data = command.to_json()
     del data["type"], data["step"]
     data.update(started_at=_iso(st.started_at),
                 finished_at=_iso(st.finished_at) if command.status in StepStatus.TERMINAL else None,
-                cost=st.cost, tokens=st.tokens)
+                cost=st.cost, cost_text=money_text(st.cost), tokens=st.tokens)
     return data
 
 

@@ -9,8 +9,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from engine.money import money_text
+from forge.console.stream import snapshot_if_too_far
 from forge.governance.models import BudgetEnvelope, TokenEvent
-from forge.runs.models import StepResult
+from forge.runs import services
+from forge.runs.models import RunEvent, StepResult
+from tests.forge.conftest import fast_forward
 from tests.forge.console_pages.conftest import APPROVAL
 
 pytestmark = pytest.mark.django_db
@@ -84,3 +87,25 @@ def test_the_step_panel_shows_a_step_s_cost_whole(client, operator, run):
     client.force_login(operator)
     html = client.get(reverse("console:step", args=[run.pk, "prepare"])).content.decode()
     assert "cost 0.00612" in html
+
+
+PRICED = """
+name: priced
+steps:
+  - {id: priced, agent: mock, command: go, mock: {cost: 0.006}}
+  - {id: free, agent: mock, command: go, depends_on: [priced]}
+"""
+
+
+def test_the_steps_table_its_step_events_and_a_snapshot_write_a_cost_with_its_precision(
+        client, operator, save_workflow, settings):
+    run = fast_forward(services.run_start(user=operator, version=save_workflow(PRICED)))
+    client.force_login(operator)
+    html = client.get(reverse("console:run", args=[run.pk])).content.decode()
+    cells = dict(re.findall(r'<tr data-step="(\w+)".*?<td data-field="cost">([^<]*)</td>', html, re.S))
+    assert cells == {"priced": "0.006", "free": "0.00"}
+    # The page shows what the events say (run.js formats no money): the one writer is engine/money.
+    said = [e.data.get("cost_text") for e in RunEvent.objects.filter(run=run, kind="step", step="priced").order_by("id")]
+    assert said[-1] == "0.006" and all(isinstance(text, str) for text in said)
+    settings.FORGE_LIVE_REPLAY_MAX = 1
+    assert snapshot_if_too_far(run.pk, 0)["steps"]["priced"]["cost_text"] == "0.006"

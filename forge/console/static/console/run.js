@@ -52,7 +52,7 @@
       tr.querySelector('[data-field="attempt"]').textContent = node.attempt;
       if ("why" in node) tr.querySelector('[data-field="why"]').textContent = node.why ?? "";
       if ("started_at" in node) tr.querySelector('[data-field="seconds"]').textContent = seconds(node);
-      if (typeof node.cost === "number") tr.querySelector('[data-field="cost"]').textContent = node.cost.toFixed(4);
+      if (typeof node.cost_text === "string") tr.querySelector('[data-field="cost"]').textContent = node.cost_text; // the server's figure
       tr.classList.toggle("faded", node.status === "skipped" || node.status === "cancelled");
     }
     if (live.cy && classOf(node) !== node.drawnClass) { // downstream steps often look the same
@@ -108,7 +108,7 @@
         const d = event.data;
         Object.assign(node, { status: d.status, attempt: d.attempt, wait: d.wait, error: d.error, error_code: d.error_code,
                               why: d.why, word: d.word, started_at: d.started_at, finished_at: d.finished_at,
-                              cost: d.cost, tokens: d.tokens });
+                              cost: d.cost, cost_text: d.cost_text, tokens: d.tokens });
         touched.add(node.id);
         if (live.runStatus === "pending") showRun("running"); // a step moved: the run has started
         // A step that ended changes what the steps after it wait for: the event says their new sentences.
