@@ -12,6 +12,7 @@ from forge.console.attempts import StepTimes, step_times
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run, StepOutput, StepResult
 from forge.runs.selectors import step_iterations
+from forge.runs.sentences import status_class, status_word
 
 
 @dataclass
@@ -28,6 +29,15 @@ class StepPanel:
     @property
     def running(self) -> bool:
         return self.row.status == StepStatus.RUNNING
+
+    # The heading's status as the steps table words and colours it ("not run: upstream failed").
+    @property
+    def word(self) -> str:
+        return status_word(self.row.status, self.row.error_code)
+
+    @property
+    def status_class(self) -> str:
+        return status_class(self.row.status, self.row.error_code)
 
 
 def _json(value: Any) -> str:

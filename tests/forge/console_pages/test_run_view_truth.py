@@ -225,3 +225,12 @@ def test_a_cancelled_steps_panel_keeps_what_it_printed(client, run, operator):
     client.force_login(operator)
     html = client.get(reverse("console:step", args=[run.pk, "sign_off"])).content.decode()
     assert "napping now" in html and "printed before it stopped" in html
+
+
+def test_a_step_that_never_ran_reads_not_run_in_its_panel_s_heading_as_in_the_table(client, save_workflow, operator):
+    run = fast_forward(services.run_start(user=operator, version=save_workflow(UPSTREAM_FAILS)))
+    client.force_login(operator)
+    heading = {step: re.search(r"<h2>.*?</h2>", client.get(reverse("console:step", args=[run.pk, step]))
+                               .content.decode(), re.S).group(0) for step in ("load", "report")}
+    assert '<span class="status status-failed">failed</span>' in heading["load"]
+    assert '<span class="status status-upstream-failed">not run: upstream failed</span>' in heading["report"]
