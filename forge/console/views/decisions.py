@@ -1,7 +1,7 @@
 """The run page's approval cards, for the person viewing: each pending approval of the run, with the form for
-one they may decide and the reason for one they may not. The page renders them, and reads them again
-(decisions.js) whenever the run's events say an approval was asked or decided, so everyone watching sees the
-card and why without a reload."""
+one they may decide and the reason for one they may not. The page renders them, and htmx reads them again
+(decisions.html's reader, told by decisions.js) whenever the run's events say an approval was asked or decided,
+so everyone watching sees the card and why without a reload."""
 
 from __future__ import annotations
 

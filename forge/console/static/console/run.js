@@ -26,7 +26,6 @@
     setStatus(runStatus, status);
     if (status === "completed" || status === "failed" || status === "cancelled") {
       document.getElementById("cancel-form")?.remove();
-      document.querySelectorAll("[data-approval-key]").forEach((card) => card.remove());
       document.querySelectorAll(".restart[hidden]").forEach((cell) => { cell.hidden = false; });
     }
   }
@@ -76,6 +75,7 @@
       .then((html) => {
         if (openStep !== step) return;
         panel.innerHTML = html;
+        window.htmx?.process(panel); // its decision posts by htmx and swaps its card, as the page's cards do
         // A running step's output comes as it is printed (the worker writes it every half second).
         if (panel.querySelector('.step-panel[data-running="true"]')) panelTimer = setTimeout(() => openPanel(step), 1000);
       })
@@ -120,8 +120,6 @@
         touched.add(event.step);
       } else if (event.kind === "run") {
         showRun(event.data.status);
-      } else if (event.kind === "approval" && event.data.status !== "pending") {
-        document.querySelectorAll('[data-approval-key="' + CSS.escape(String(event.data.approval)) + '"]').forEach((card) => card.remove());
       }
     }
     tell("forge:events", { events: batch });
