@@ -178,8 +178,8 @@ class Deployment:
         return dict(zip(("status", "error_code", "restart_count"), rows[0])) if rows else {}
 
     def step_rows(self, run_id: int) -> dict[str, dict]:
-        """The run's step rows by step id: status, attempt, lease owner and lease, read directly."""
-        names = ("step", "status", "attempt", "executing", "lease_owner", "lease_expires_at", "started_at")
+        """The run's step rows by step id: status, error code, attempt, lease owner and lease, read directly."""
+        names = ("step", "status", "error_code", "attempt", "executing", "lease_owner", "lease_expires_at", "started_at")
         rows = self.sql(f"SELECT {', '.join(names)} FROM forge_runs_stepresult WHERE run_id = %s", (run_id,))
         return {row[0]: dict(zip(names, row)) for row in rows}
 

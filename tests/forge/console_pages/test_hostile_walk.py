@@ -62,7 +62,7 @@ CASES = {
     "step": Case(),
     "attempts": Case(),
     "run_log": Case(query=("level", "step", "q", "after", "limit", "format")),
-    "why": Case(),
+    "decisions": Case(),
     "cancel": Case(form={"reason": "not needed"}),
     "restart": Case(query=("step",), form={"step": "prepare", "plan": ""}),
     "decide": Case(form={"decision": "approve", "comment": "fine", "next": "/approvals/"}),

@@ -10,8 +10,7 @@ from django.test import override_settings
 from redis.exceptions import MaxConnectionsError
 
 from forge.console.socket_stats import counts
-from forge.runs.models import RunEvent
-from tests.forge.console_pages.test_run_stream import connect, login, received_ids, sync
+from tests.forge.console_pages.test_run_stream import connect, event_ids, login, received_ids, sync
 
 
 class Exhausted(InMemoryChannelLayer):
@@ -35,8 +34,7 @@ def fresh_counts():
 @sync
 async def test_sockets_that_cannot_join_are_logged_once_and_counted_and_still_get_their_events(
         run, approver, fresh_counts, caplog):
-    ids = await sync_to_async(lambda: list(RunEvent.objects.filter(run=run).order_by("id")
-                                            .values_list("id", flat=True)))()
+    ids = await sync_to_async(event_ids)(run)
     sockets = []
     with caplog.at_level(logging.WARNING, logger="forge.console.consumers"):
         for _ in range(3):
