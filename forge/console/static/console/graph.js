@@ -98,7 +98,7 @@
       textureOnViewport: big, hideEdgesOnViewport: big,
       style: [
         { selector: "node", style: { shape: "round-rectangle", width: 120, height: 44, label: "data(label)", "text-wrap": "wrap",
-                                     "text-valign": "center", "font-size": 11, "min-zoomed-font-size": 7, "background-color": "#fff", "border-width": 2, "border-color": "#8a96a3" } },
+                                     "text-valign": "center", "text-max-width": STEP.width - 10, "font-size": 11, "min-zoomed-font-size": 7, "background-color": "#fff", "border-width": 2, "border-color": "#8a96a3" } },
         { selector: "edge", style: { width: 1.5, "curve-style": big ? "haystack" : "bezier", "target-arrow-shape": big ? "none" : "triangle", "line-color": "#b5bec7", "target-arrow-color": "#b5bec7" } },
         { selector: ".status-running", style: { "border-color": "#2457c5", "background-color": "#e8f0fe" } },
         { selector: ".status-waiting", style: { "border-color": "#8a5a00", "background-color": "#fff4d6", "border-style": "dashed" } },
