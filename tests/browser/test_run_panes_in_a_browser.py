@@ -58,7 +58,7 @@ def test_status_list_gantt_and_log_of_a_run_with_a_retry_and_a_failure(console, 
     page.goto(console.url + f"/runs/{run}/")
     page.wait_for_function(LIVE)
     page.wait_for_function("() => document.querySelector('#status-list')?.dataset.ready === 'true'")
-    assert counts(page) == {"failed": 0, "running": 0, "waiting": 6, "done": 0}
+    assert counts(page) == {"failed": 0, "not_run": 0, "running": 0, "waiting": 6, "done": 0}
     page.wait_for_function("() => document.querySelector('#run-log').dataset.count === '3'")  # pending, waiting, asked
     page.evaluate("() => { window.samePage = true; }")  # gone if the page reloads
     console.deployment.query(
@@ -88,13 +88,18 @@ def test_status_list_gantt_and_log_of_a_run_with_a_retry_and_a_failure(console, 
     assert page.locator("#gantt g[data-step=after] rect.outline").count() == 1  # not started: an outline
     console.shot(page, "run-panes-gantt-live")
 
-    # The counts move to the end without a reload: broken failed, after never ran, the rest done.
+    # The counts move to the end without a reload: broken failed, after never ran (not run, not done), the rest
+    # done.
     page.wait_for_function("() => document.querySelector('#run-status').textContent.startsWith('failed')",
                            timeout=120_000)
     page.wait_for_function("() => document.querySelector('#status-list [data-group=failed]')?.dataset.count === '1'"
-                           " && document.querySelector('#status-list [data-group=done]')?.dataset.count === '5'")
-    assert counts(page) == {"failed": 1, "running": 0, "waiting": 0, "done": 5}
-    assert in_group(page, "failed") == ["broken"]
+                           " && document.querySelector('#status-list [data-group=done]')?.dataset.count === '4'")
+    assert counts(page) == {"failed": 1, "not_run": 1, "running": 0, "waiting": 0, "done": 4}
+    assert in_group(page, "failed") == ["broken"] and in_group(page, "not_run") == ["after"]
+    assert "after" not in in_group(page, "done")
+    assert page.eval_on_selector_all("#status-list [data-group]", "gs => gs.map((g) => g.dataset.group)") == [
+        "failed", "not_run", "running", "waiting", "done"]
+    assert page.text_content("#status-list [data-group=not_run] summary").split() == ["Not", "run", "1"]
     assert page.evaluate("() => window.samePage")
     # What the page folded from live events is what the server folds from the same events.
     live, fresh = page.evaluate("""async () => {
@@ -140,6 +145,10 @@ def test_status_list_gantt_and_log_of_a_run_with_a_retry_and_a_failure(console, 
     assert took < 1  # the mock failed at once; the second of backoff after it is the wait's
     assert "backoff before retrying" in page.text_content(".step-panel tr[data-wait=backoff]")
 
+    # A step that never ran is a link too: it selects the step.
+    page.click("#status-list [data-group=not_run] summary")
+    page.click("#status-list [data-status-step=after]")
+    page.wait_for_selector(".step-panel[data-step=after]")
     # The failed step is one click away: the status list selects it, the panel opens, the log narrows to it.
     page.click("#status-list [data-status-step=broken]")
     page.wait_for_selector(".step-panel[data-step=broken]")
@@ -214,7 +223,7 @@ def test_a_thousand_step_run_draws_only_the_gantt_rows_in_view(console, browser)
     page = console.login_in(browser.new_context(viewport={"width": 1440, "height": 1000}), "olive")
     page.goto(console.url + f"/runs/{run}/")
     page.wait_for_function("() => document.querySelector('#status-list')?.dataset.ready === 'true'")
-    assert counts(page) == {"failed": 0, "running": 0, "waiting": 1001, "done": 0}
+    assert counts(page) == {"failed": 0, "not_run": 0, "running": 0, "waiting": 1001, "done": 0}
     assert page.locator("#status-list [data-group=waiting] li").last.text_content() == "and 901 more"
     page.click("[data-view=gantt]")
     page.wait_for_selector("#gantt g[data-step=go] rect.wait-approval")

@@ -1,14 +1,17 @@
-// The status list beside the graph: Waiting / Running / Failed / Done with their counts, every step a link that
-// selects it; a waiting or running step shows for how long, ticking. Drawn from forgeAttempts (run_attempts.js).
+// The status list beside the graph: Failed / Not run / Running / Waiting / Done with their counts, every step a
+// link that selects it; a waiting or running step shows for how long, ticking. A step that never ran because
+// something upstream failed is "Not run", never "Done". Drawn from forgeAttempts (run_attempts.js).
 (function () {
   "use strict";
   const root = document.getElementById("status-list");
   if (!root) return;
   const SHOWN = 100; // links drawn per group: a thousand-step run's list stays quick (Find reaches the rest)
-  const GROUPS = [["failed", "Failed"], ["running", "Running"], ["waiting", "Waiting"], ["done", "Done"]];
+  const GROUPS = [["failed", "Failed"], ["not_run", "Not run"], ["running", "Running"], ["waiting", "Waiting"],
+    ["done", "Done"]];
   const groupOf = (s) => {
     if (s.status === "running") return "running";
-    if ((s.status === "failed" || s.status === "timed_out") && !s.neverRan) return "failed";
+    if (s.neverRan) return "not_run";
+    if (s.status === "failed" || s.status === "timed_out") return "failed";
     if (s.status === "pending" || s.status === "waiting") return "waiting";
     return "done";
   };
