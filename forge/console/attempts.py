@@ -6,7 +6,7 @@ same rules to live events."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Iterable
 
 from django.db.models import Max
@@ -27,6 +27,11 @@ WAIT_SAYS = {
     "escalation": "waiting for a decision on its failure", "approval": "waiting for approval",
     "hold": "held by governance for a decision", "sub-run": "waiting for its sub-workflow run",
 }
+
+
+# A wait shorter than this (a queue that had a free slot at once) is no wait to a person: the step panel leaves
+# it out rather than show a row of 0.000 s. The Gantt keeps it (it draws nothing that narrow anyway).
+SHORTEST_WAIT_SHOWN = timedelta(milliseconds=1)
 
 
 def _seconds(start: datetime | None, end: datetime | None) -> float | None:
@@ -65,6 +70,11 @@ class WaitSpan:
         return _seconds(self.started_at, self.ended_at)
 
     @property
+    def lasted(self) -> bool:
+        """Still going, or went on long enough to be worth a row of its own."""
+        return self.ended_at is None or self.ended_at - self.started_at >= SHORTEST_WAIT_SHOWN
+
+    @property
     def says(self) -> str:
         return WAIT_SAYS.get(self.kind, f"waited ({self.kind})")
 
@@ -82,9 +92,9 @@ class StepTimes:
 
     @property
     def rows(self) -> list[Attempt | WaitSpan]:
-        """Attempts and waits in the order they happened (the step panel's table)."""
-        return sorted([*self.waits, *self.attempts], key=lambda x: (x.started_at is None, x.started_at or 0,
-                                                                    isinstance(x, Attempt)))
+        """Attempts and the waits that lasted, in the order they happened (the step panel's table)."""
+        return sorted([*(w for w in self.waits if w.lasted), *self.attempts],
+                      key=lambda x: (x.started_at is None, x.started_at or 0, isinstance(x, Attempt)))
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.step, "status": self.status, "word": status_word(self.status, self.error_code),

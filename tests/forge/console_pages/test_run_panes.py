@@ -268,3 +268,20 @@ def test_a_held_or_blocked_dispatch_is_a_wait_and_the_attempt_starts_when_it_rea
     assert [(a.number, a.status, a.seconds) for a in blocked.attempts] == [(1, "failed", 1.0), (2, "running", None)]
     assert [(w.kind, w.after, w.seconds) for w in blocked.waits] == [
         ("backoff", 1, 5.0), ("queue", 1, 0.0), ("backoff", 1, 2.0), ("queue", 1, 0.0)]
+
+
+@pytest.mark.parametrize("gap_us, shown", [(0, False), (999, False), (1000, True), (20_000, True)])
+def test_the_step_panel_shows_a_wait_only_when_it_lasted(client, decided_later, operator, gap_us, shown):
+    """fetch's second attempt waited in the queue after its backoff: a queue that had a slot at once (under 1 ms
+    as measured) is no row of "0.000 s in the queue"; from 1 ms it is a row."""
+    events = list(RunEvent.objects.filter(run=decided_later, step="fetch", kind="step").order_by("id"))
+    queued = [e for e in events if e.data.get("wait") == "queued"][-1]  # the wait before attempt 2
+    running = next(e for e in events if e.id > queued.id and e.data.get("status") == "running")
+    RunEvent.objects.filter(pk=queued.pk).update(at=running.at - timedelta(microseconds=gap_us))
+    client.force_login(operator)
+    html = client.get(reverse("console:step", args=[decided_later.pk, "fetch"])).content.decode()
+    assert ('data-wait="queue"' in html) is shown
+    assert 'data-wait="backoff"' in html  # the backoff before it lasted: it stays
+    order = re.findall(r'<tr (?:data-attempt="(\d)"|class="wait" data-wait="([a-z-]+)")', html)
+    rows = [a or w for a, w in order]
+    assert rows[rows.index("1"):] == ["1", "backoff", *(["queue"] if shown else []), "2"]
