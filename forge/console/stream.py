@@ -3,7 +3,6 @@ the backlog is too long to replay."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from json import dumps
 from typing import Any
 
@@ -37,25 +36,40 @@ def events_frame(run_id: int, after: int) -> tuple[str, int, int] | None:
     and encoded again, and its time without Django's per-row conversion: those were most of what a burst of
     step events cost the server. The interpreter's inputs are not sent: no part of the page shows them (a
     step's outputs and stdout are its panel's)."""
-    rows = (RunEvent.objects.filter(run_id=run_id, id__gt=after).exclude(kind=INPUT).order_by("id")
-            .annotate(text=Cast("data", TextField())).values_list("id", "kind", "step", "text", "at")[:CHUNK])
+    # The chunk's ids first, its text after: a planner that sorts the run's remaining events would otherwise
+    # turn every one of them into text on each read of a long backlog.
+    chunk = (RunEvent.objects.filter(run_id=run_id, id__gt=after).exclude(kind=INPUT).order_by("id")
+             .values("id")[:CHUNK])
+    rows = (RunEvent.objects.filter(id__in=chunk).order_by("id")
+            .annotate(text=Cast("data", TextField()), at_text=Cast("at", TextField()))
+            .values_list("id", "kind", "step", "text", "at_text"))
     sql, params = rows.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         found = cursor.fetchall()
     if not found:
         return None
-    said = ", ".join(f'{{"id": {i}, "kind": {dumps(kind)}, "step": {dumps(step)}, "data": {text}, "at": "{_iso(at)}"}}'
-                     for i, kind, step, text, at in found)
+    names: dict[str, str] = {}  # kinds and step ids repeat across a burst: each encoded once
+    said = ", ".join(f'{{"id": {i}, "kind": {_name(names, kind)}, "step": {_name(names, step)}, "data": {text}, '
+                     f'"at": "{_iso(at)}"}}' for i, kind, step, text, at in found)
     return '{"type": "events", "events": [' + said + "]}", found[-1][0], len(found)
 
 
-def _iso(at) -> str:
-    """A stored time as the aware datetime's isoformat(): the drivers give it aware (PostgreSQL) or naive in
-    UTC (SQLite), or as the text Django stored (UTC, 'YYYY-MM-DD HH:MM:SS[.ffffff]')."""
-    if isinstance(at, str):
-        return at.replace(" ", "T", 1) + "+00:00"
-    return at.isoformat() if at.tzinfo is not None else at.isoformat() + "+00:00"
+def _name(names: dict[str, str], value: str) -> str:
+    if (said := names.get(value)) is None:
+        said = names[value] = dumps(value)
+    return said
+
+
+def _iso(at: str) -> str:
+    """A stored time, read as text (the drivers' own conversion was most of a burst's cost on PostgreSQL), as the
+    aware datetime's isoformat(): SQLite keeps 'YYYY-MM-DD HH:MM:SS[.ffffff]' in UTC, PostgreSQL says the same with
+    '+00' (the connection's zone is UTC) and its fraction without trailing zeros."""
+    at = at.replace(" ", "T", 1).removesuffix("+00:00").removesuffix("+00")
+    if "." in at:
+        whole, fraction = at.split(".")
+        at = f"{whole}.{fraction.ljust(6, '0')}"
+    return at + "+00:00"
 
 
 def snapshot_if_too_far(run_id: int, after: int) -> dict[str, Any] | None:

@@ -234,3 +234,12 @@ def test_a_step_that_never_ran_reads_not_run_in_its_panel_s_heading_as_in_the_ta
                                .content.decode(), re.S).group(0) for step in ("load", "report")}
     assert '<span class="status status-failed">failed</span>' in heading["load"]
     assert '<span class="status status-upstream-failed">not run: upstream failed</span>' in heading["report"]
+
+
+@pytest.mark.parametrize("micro", [0, 1, 120000, 999999])
+def test_a_streamed_event_time_reads_as_the_stored_time_whatever_its_fraction(run, micro):
+    event = RunEvent.objects.filter(run=run).exclude(kind="input").order_by("id").first()
+    at = event.at.replace(microsecond=micro)
+    RunEvent.objects.filter(pk=event.pk).update(at=at)
+    sent = json.loads(events_frame(run.pk, event.pk - 1)[0])["events"][0]
+    assert sent["id"] == event.pk and sent["at"] == at.isoformat()
