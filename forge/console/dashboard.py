@@ -24,7 +24,14 @@ DAYS = 14
 FAILED_SINCE_DAYS = 7
 # Each day's bar, bottom to top: the class it is drawn with (lists.css) and the words of its legend.
 SHARES = (("completed", "completed"), ("failed", "failed"), ("cancelled", "cancelled"), ("in_flight", "in flight"))
-CHART_W, CHART_H, BAR_W, TOP = 700, 120, 30, 14  # the SVG's viewBox; TOP leaves room for each day's total
+# The chart's grid: DAYS columns across CHART_W units, drawn as percentages of the card's width (the SVG has no
+# viewBox, so its text stays at its size in px at any width); heights are px. TOP leaves room for each total.
+CHART_W, CHART_H, BAR_W, TOP = 700, 120, 30, 14
+BAR_PCT = round(100 * BAR_W / CHART_W, 3)
+
+
+def _pct(units: float) -> float:
+    return round(100 * units / CHART_W, 3)
 
 
 @dataclass(frozen=True)
@@ -65,8 +72,16 @@ class Day:
     x: float
 
     @property
-    def center(self) -> float:
-        return self.x + BAR_W / 2
+    def x_pct(self) -> float:
+        return _pct(self.x)
+
+    @property
+    def center_pct(self) -> float:
+        return _pct(self.x + BAR_W / 2)
+
+    @property
+    def bar_pct(self) -> float:
+        return BAR_PCT
 
     @property
     def top(self) -> float:

@@ -53,8 +53,8 @@ def test_runs_per_day_are_drawn_by_status_for_fourteen_days(client, operator, hi
     assert "20" not in re.findall(r'data-day="([\d-]+)"', html)  # the run 20 days ago is not drawn
     assert 'style="' not in html  # the policy refuses inline styles: lengths are SVG attributes
     # The busiest day's bar is the tallest: each bar is drawn to the same scale.
-    heights = [float(h) for h in re.findall(r'<rect class="\w+" x="[\d.]+" y="[\d.]+" width="30" height="([\d.]+)"',
-                                            today)]
+    heights = [float(h) for h in re.findall(r'<rect class="\w+" x="[\d.]+%" y="[\d.]+" width="4.286%" '
+                                            r'height="([\d.]+)"', today)]
     assert sum(heights) == pytest.approx(106, abs=0.1)
 
 
