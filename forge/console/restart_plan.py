@@ -14,6 +14,11 @@ from forge.runs.compiled import run_workflow
 from forge.runs.models import Run, StepResult
 
 
+# A list longer than this is folded on the plan's page (its count in its summary): the decision stays on the
+# first screen of a big run.
+FOLD_OVER = 20
+
+
 @dataclass(frozen=True)
 class RestartPlan:
     run: Run
@@ -22,6 +27,14 @@ class RestartPlan:
     carried: list[tuple[str, str]]  # (step, its outputs as JSON), in file order
     latest_number: int | None  # the workflow's latest version when it is not the run's pinned one
     diff: str  # pinned -> latest, unified
+
+    @property
+    def rerun_folded(self) -> bool:
+        return len(self.rerun) > FOLD_OVER
+
+    @property
+    def carried_folded(self) -> bool:
+        return len(self.carried) > FOLD_OVER
 
     @property
     def fingerprint(self) -> str:
