@@ -9,6 +9,9 @@
   const MIN_FONT = 7; // a label smaller than this on screen is not drawn: it cannot be read
   const READABLE = MIN_FONT / FONT; // the zoom from which labels show
   const ZOOM = { min: 0.1, max: 3, fit: 1.5 }; // a fit never blows a small graph up past 1.5x
+  // The first view never shows labels smaller than this (9 px on screen): a graph that does not fit at it is
+  // shown in part, at it, on what matters; Fit still shows everything.
+  const FIRST = 0.8;
   const GROUP = { width: 150, height: 64 };
   const STEP = { width: 120, height: 44 };
 
@@ -80,7 +83,7 @@
     const foldedLayouts = new Map(); // folded groups -> positions of that graph, laid out in this page
 
     // Everything a fold decides is computed before Cytoscape is made: it then styles each element once.
-    const at = where(laidOutNow(() => fit()));
+    const at = where(laidOutNow(() => first()));
     const flags = folds();
     const cy = window.cytoscape({
       container,
@@ -218,8 +221,9 @@
       const said = tally(g.members);
       const first = g.members[0];
       const last = g.members[g.members.length - 1];
-      const label = shut ? ["+" + g.members.length + " steps", first + " … " + last, said.text].filter(Boolean).join("\n")
-        : "− fold " + g.members.length + " steps (" + first + " … " + last + ")";
+      const count = g.chains ? g.chains + " chains, " + g.members.length + " steps" : g.members.length + " steps";
+      const label = shut ? [(g.chains ? "" : "+") + count, first + " … " + last, said.text].filter(Boolean).join("\n")
+        : "− fold " + count + " (" + first + " … " + last + ")";
       return { label, open: shut ? 0 : 1, classes: "group" + (shut && said.status ? " status-" + said.status : "") };
     }
 
@@ -246,6 +250,44 @@
       if (cy.zoom() > ZOOM.fit) cy.zoom(ZOOM.fit);
       cy.center(on); // also when the zoom stopped at its least
       changed();
+    }
+
+    // Where a first view looks when the graph does not fit readable: the run's failed step, else a running or
+    // waiting one, else the first steps (the leftmost).
+    function matters() {
+      const steps = window.forgeRun?.nodes;
+      const state = (id) => { const n = steps?.get(id); return n ? stateOf(n) : ""; };
+      const drawn = (id) => { const g = groupOf.get(id); return cy.getElementById(g && folded.has(g.id) ? g.id : id); };
+      for (const want of [["failed"], ["running", "waiting"]]) {
+        const hit = nodes.find((n) => want.includes(state(n.id)));
+        if (hit) return drawn(hit.id);
+      }
+      return null;
+    }
+
+    function first() {
+      // The whole graph when it fits at a readable zoom; else part of it, readable, on what matters.
+      const on = cy.nodes().filter((n) => n.visible() && !n.data("open"));
+      if (!on.length) { fit(); return; }
+      cy.fit(on, 30);
+      if (cy.zoom() >= FIRST) { if (cy.zoom() > ZOOM.fit) cy.zoom(ZOOM.fit); cy.center(on); changed(); return; }
+      cy.zoom(FIRST);
+      const target = matters();
+      if (target) cy.center(target);
+      else {
+        const box = on.boundingBox();
+        const leftmost = Math.min(...on.map((n) => n.position("x")));
+        const mid = on.filter((n) => n.position("x") <= leftmost + 1).boundingBox();
+        cy.pan({ x: 30 - box.x1 * FIRST, y: cy.height() / 2 - ((mid.y1 + mid.y2) / 2) * FIRST });
+      }
+      changed();
+    }
+
+    // Whether some of what is drawn lies outside the card: the page says so, and that Fit shows all.
+    function partial() {
+      const box = cy.nodes().filter((n) => n.visible() && !n.data("open")).boundingBox();
+      const seen = cy.extent();
+      return box.w > 0 && (box.x1 < seen.x1 - 1 || box.y1 < seen.y1 - 1 || box.x2 > seen.x2 + 1 || box.y2 > seen.y2 + 1);
     }
 
     function zoomBy(factor) {
@@ -309,25 +351,25 @@
     document.addEventListener("forge:select", (e) => { if (e.detail.step) reveal(e.detail.step, false); else cy.$(":selected").unselect(); });
 
     describe();
-    fit();
-    // A card that changes width (a phone turned, a pane toggled, full screen) shows the whole graph again.
+    first();
+    // A card that changes width (a phone turned, a pane toggled, full screen) shows its first view again.
     let width = container.clientWidth;
     new ResizeObserver(() => {
       if (!container.clientWidth || container.clientWidth === width) return;
       width = container.clientWidth;
       cy.resize();
-      fit();
+      first();
     }).observe(container);
     cy.ready(() => requestAnimationFrame(() => { drawn(); if (stored) laidOut(); }));
     if (!stored) {
       elkLayout(worker(), nodes).then((laid) => {
         keepLayout(container.dataset.layoutUrl, laid);
         full = laid;
-        if (!folded.size) { place(full); fit(); }
+        if (!folded.size) { place(full); first(); }
         requestAnimationFrame(laidOut);
       }).catch(() => {}); // the quick layering stays
     }
-    const view = { cy, container, nodes, groups, groupOf, folded, fit, zoomBy, open, fold, reveal, filter, ZOOM, READABLE, changed };
+    const view = { cy, container, nodes, groups, groupOf, folded, fit, first, partial, zoomBy, open, fold, reveal, filter, ZOOM, READABLE, FIRST, changed };
     window.forgeGraph.view = view;
     document.dispatchEvent(new CustomEvent("forge:graph", { detail: view }));
     return cy;

@@ -13,6 +13,9 @@
   const hide = document.getElementById("graph-hide");
   const found = document.getElementById("graph-found");
   const button = (name) => bar.querySelector('[data-graph="' + name + '"]');
+  // The graph's status line: says when the view shows part of the graph (a big one opens readable, in part).
+  const part = Object.assign(document.createElement("span"), { id: "graph-part", className: "muted" });
+  part.setAttribute("role", "status");
   let view = null;
   let focused = null; // the element the keyboard is on
   let matches = null; // step ids found, in document order, or null when nothing is asked
@@ -89,6 +92,17 @@
     button("open-all").disabled = !view.folded.size;
   }
 
+  let told = 0;
+  function tell() {
+    // Once a frame at most: a pan fires many viewport events.
+    if (told) return;
+    told = requestAnimationFrame(() => {
+      told = 0;
+      const n = view.nodes.length;
+      part.textContent = view.partial() ? "Showing part of " + n + " step" + (n === 1 ? "" : "s") + ": Fit shows all" : "";
+    });
+  }
+
   function ask(refit) {
     const text = find.value.trim().toLowerCase();
     const state = status.value;
@@ -131,6 +145,10 @@
     container.addEventListener("forge:graph-changed", bounds);
     cy.on("zoom", bounds);
     bounds();
+    bar.querySelector(".graph-view").append(part);
+    container.addEventListener("forge:graph-changed", tell);
+    cy.on("viewport position", tell);
+    tell();
 
     find.addEventListener("input", () => ask(true));
     status.addEventListener("change", () => ask(true));
