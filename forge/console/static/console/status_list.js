@@ -1,6 +1,7 @@
 // The status list beside the graph: Failed / Not run / Running / Waiting / Done with their counts, every step a
 // link that selects it; a waiting or running step shows for how long, ticking. A step that never ran because
-// something upstream failed is "Not run", never "Done". Drawn from forgeAttempts (run_attempts.js).
+// something upstream failed, or was cancelled, is "Not run", never "Done" (which holds completed and skipped
+// steps). Drawn from forgeAttempts (run_attempts.js).
 (function () {
   "use strict";
   const root = document.getElementById("status-list");
@@ -10,7 +11,7 @@
     ["done", "Done"]];
   const groupOf = (s) => {
     if (s.status === "running") return "running";
-    if (s.neverRan) return "not_run";
+    if (s.neverRan || s.status === "cancelled") return "not_run"; // stopped before it ended: not done
     if (s.status === "failed" || s.status === "timed_out") return "failed";
     if (s.status === "pending" || s.status === "waiting") return "waiting";
     return "done";
@@ -63,7 +64,7 @@
         link.dataset.statusStep = s.id;
         link.textContent = s.id;
         li.append(link);
-        if (key === "done" || key === "failed") {
+        if (key === "done" || key === "failed" || (key === "not_run" && !s.neverRan)) { // "cancelled" says itself
           const status = document.createElement("span");
           status.className = "muted";
           status.textContent = " " + s.word;
