@@ -239,9 +239,10 @@ def test_a_thousand_step_run_draws_only_the_gantt_rows_in_view(console, browser)
 
     # Cancelled, the run's steps did not run: Not run (each saying "cancelled"), none of them Done.
     console.deployment.query(
-        "from django.contrib.auth.models import User\nfrom forge.runs import services\nfrom forge.runs.models import Run\n"
+        "from django.contrib.auth.models import User\nfrom forge.runs import services\n"
+        "from forge.runs.models import Run\n"
         f"result = services.run_cancel(user=User.objects.get(username='olive'), run=Run.objects.get(pk={run})).pk")
-    page.wait_for_function("() => document.querySelector('#status-list [data-group=not_run]')?.dataset.count === '1001'",
-                           timeout=120_000)
+    page.wait_for_function("() => document.querySelector('#status-list [data-group=not_run]')"
+                           "?.dataset.count === '1001'", timeout=120_000)
     assert counts(page) == {"failed": 0, "not_run": 1001, "running": 0, "waiting": 0, "done": 0}
     assert page.text_content("#status-list [data-group=not_run] li .muted").strip() == "cancelled"

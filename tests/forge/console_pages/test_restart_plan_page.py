@@ -16,7 +16,8 @@ CARRIED, AGAIN = 30, 25
 BIG = "name: big_restart\nsteps:\n" + "".join(
     f"  - {{id: c{n}, agent: mock, command: c{n}{', depends_on: [c%d]' % (n - 1) if n else ''}}}\n"
     for n in range(CARRIED)) + (
-    f"  - {{id: load, agent: mock, command: load, depends_on: [c{CARRIED - 1}], mock: {{fail_times: 9, error: disk full}}}}\n"
+    f"  - {{id: load, agent: mock, command: load, depends_on: [c{CARRIED - 1}], "
+    "mock: {fail_times: 9, error: disk full}}\n"
 ) + "".join(f"  - {{id: r{n}, agent: mock, command: r{n}, depends_on: [load]}}\n" for n in range(AGAIN))
 SMALL = """
 name: small_restart
