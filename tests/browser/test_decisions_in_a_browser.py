@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.forge.runs.test_decision_records import FLAKY
+
 pytestmark = pytest.mark.slow
 
 TWO_GATES = """
@@ -76,15 +78,6 @@ def test_the_card_and_why_arrive_live_for_each_viewer_and_go_once_decided(consol
                        "{detail: {last_id: window.forgeRun.lastApplied}}))")
 
 
-FLAKY = """
-name: flaky_fetch
-steps:
-  - id: fetch
-    agent: mock
-    command: fetch
-    on_failure: retry_once_then_escalate
-    mock: {fail_times: 2, error: "the service answered 503", outputs: {rows: 5}}
-"""
 LOOK = ("(b) => { const s = getComputedStyle(b); return [s.backgroundColor, s.color, s.borderTopStyle]; }")
 
 
