@@ -3,7 +3,7 @@ cooling-off period after repeated failures, on the console's and Django admin's 
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -19,8 +19,10 @@ from tests.forge.accounts.conftest import WRONG, log_in, logged_in_as
 pytestmark = pytest.mark.django_db
 
 
-def until_text(when) -> str:
-    return f"{timezone.localtime(when):%H:%M} UTC"
+def until_text(when, now) -> str:
+    """The time a lockout ends as the page says it: with its day when that is not today's."""
+    day = "" if when.date() == now.date() else f"{when:%Y-%m-%d} "
+    return f"{day}{timezone.localtime(when):%H:%M} UTC"
 
 
 def test_twenty_wrong_passwords_then_the_right_one_is_refused_until_the_cooling_off_ends(client, operator, clock):
@@ -46,15 +48,18 @@ def test_the_same_holds_on_the_admin_login_page(client, clock):
     assert logged_in_as(client) == str(root.pk) and client.get("/admin/").status_code == 200
 
 
-def test_the_login_page_says_the_account_is_locked_and_when_to_try_again(client, operator, clock):
-    locked_at = clock.now
+# At noon the lockout ends the same day; at 23:50 it ends tomorrow, and the page says which day.
+@pytest.mark.parametrize("locked_at", [datetime(2026, 11, 25, 12, 0, tzinfo=UTC),
+                                       datetime(2026, 11, 25, 23, 50, tzinfo=UTC)], ids=["noon", "before-midnight"])
+def test_the_login_page_says_the_account_is_locked_and_when_to_try_again(client, operator, clock, locked_at):
+    clock.now = locked_at
     for _ in range(5):
         page = log_in(client, "olive", WRONG)
     assert page.status_code == 429 and page["Retry-After"] == "900"
     text = page.content.decode()
     assert "Log in to Forge" in text and 'value="olive"' in text
     assert (f"Too many failed log-ins for this user name from your address. Try again after "
-            f"{until_text(locked_at + timedelta(minutes=15))} (in 15 minutes)") in text
+            f"{until_text(locked_at + timedelta(minutes=15), locked_at)} (in 15 minutes)") in text
     clock.advance(minutes=10)
     page = log_in(client, "olive", "pw-olive")
     assert page["Retry-After"] == "300" and "(in 5 minutes)" in page.content.decode()
