@@ -16,7 +16,7 @@ from forge.console.run_view import run_view
 from forge.runs.models import Run, RunEvent
 from forge.runs.selectors import runs_for_user
 
-CHUNK = 500
+CHUNK = 1000  # events a message carries: fewer reads of a long backlog, still far below what a frame holds
 INPUT = "input"  # RunEvent.kind of what the interpreter was fed (forge.runtime.bridge.INPUT)
 FORBIDDEN, MISSING = "forbidden", "missing"
 
