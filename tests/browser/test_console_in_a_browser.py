@@ -73,6 +73,16 @@ def save(console, source: str) -> None:
                              f"result = workflow_version_save(user=None, source={source!r}).number")
 
 
+def save_and_start(console, source: str, workflow: str) -> int:
+    """Save `source` (the workflow named `workflow`) and start a run of it as olive; the run's id."""
+    save(console, source)
+    return console.deployment.query(
+        "from django.contrib.auth.models import User\nfrom forge.runs import services\n"
+        "from forge.workflows.models import Workflow\n"
+        "result = services.run_start(user=User.objects.get(username='olive'), "
+        f"version=Workflow.objects.get(name={workflow!r}).latest_version()).pk")
+
+
 def shown(page) -> dict[str, str]:
     rows = "#steps-card tr[data-step]"  # the steps table's (a step panel's rows name their step too)
     return dict(zip(page.eval_on_selector_all(rows, "rows => rows.map(r => r.dataset.step)"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.browser.test_console_in_a_browser import save_and_start
 from tests.forge.runs.test_decision_records import FLAKY
 
 pytestmark = pytest.mark.slow
@@ -35,13 +36,7 @@ def open_run(console, browser, name: str, run_id: int):
 
 @pytest.mark.parametrize("console", ["sqlite"], indirect=True)
 def test_the_card_and_why_arrive_live_for_each_viewer_and_go_once_decided(console, browser):
-    console.deployment.query("from forge.workflows.services import workflow_version_save\n"
-                             f"result = workflow_version_save(user=None, source={TWO_GATES!r}).number")
-    run_id = console.deployment.query(
-        "from django.contrib.auth.models import User\nfrom forge.runs import services\n"
-        "from forge.workflows.models import Workflow\n"
-        "result = services.run_start(user=User.objects.get(username='olive'), "
-        "version=Workflow.objects.get(name='two_gates').latest_version()).pk")
+    run_id = save_and_start(console, TWO_GATES, "two_gates")
     olive = open_run(console, browser, "olive", run_id)
     april = open_run(console, browser, "april", run_id)
     for page in (olive, april):
@@ -83,13 +78,7 @@ LOOK = ("(b) => { const s = getComputedStyle(b); return [s.backgroundColor, s.co
 
 @pytest.mark.parametrize("console", ["sqlite"], indirect=True)
 def test_retry_skip_and_abort_each_look_like_what_they_do_and_a_retry_reads_as_chosen(console, browser):
-    console.deployment.query("from forge.workflows.services import workflow_version_save\n"
-                             f"result = workflow_version_save(user=None, source={FLAKY!r}).number")
-    run_id = console.deployment.query(
-        "from django.contrib.auth.models import User\nfrom forge.runs import services\n"
-        "from forge.workflows.models import Workflow\n"
-        "result = services.run_start(user=User.objects.get(username='olive'), "
-        "version=Workflow.objects.get(name='flaky_fetch').latest_version()).pk")
+    run_id = save_and_start(console, FLAKY, "flaky_fetch")
     april = open_run(console, browser, "april", run_id)
     april.wait_for_function(cards("fetch", 1))
     looks = {value: april.eval_on_selector(f"#decisions button[value={value}]", LOOK)

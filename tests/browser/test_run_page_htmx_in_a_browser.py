@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.browser.test_console_in_a_browser import save_and_start
 from tests.browser.test_decisions_in_a_browser import open_run
 
 pytestmark = pytest.mark.slow
@@ -28,13 +29,7 @@ def card(step: str) -> str:
 
 @pytest.mark.parametrize("console", ["sqlite"], indirect=True)
 def test_cards_follow_the_run_keeping_what_is_typed_and_the_panel_decides_without_a_reload(console, browser):
-    console.deployment.query("from forge.workflows.services import workflow_version_save\n"
-                             f"result = workflow_version_save(user=None, source={PRICED_GATES!r}).number")
-    run_id = console.deployment.query(
-        "from django.contrib.auth.models import User\nfrom forge.runs import services\n"
-        "from forge.workflows.models import Workflow\n"
-        "result = services.run_start(user=User.objects.get(username='olive'), "
-        "version=Workflow.objects.get(name='priced_gates').latest_version()).pk")
+    run_id = save_and_start(console, PRICED_GATES, "priced_gates")
     april = open_run(console, browser, "april", run_id)
     april.wait_for_function(f"() => {CARDS}.length === 2")
     assert april.evaluate(f"() => {COST}") == "0.00"
