@@ -111,10 +111,37 @@ class RetrySpec(Strict):
     max_backoff_s: float = Field(default=60.0, ge=0, le=86400)
 
 
+class FixSpec(Strict):
+    """A reviewer/fix cycle's second command (seed 002's `on_request_changes`)."""
+
+    fix_command: str
+    fix_agent: str | None = None
+    re_review_command: str | None = None
+
+
 class LoopSpec(Strict):
-    max_iterations: int = Field(ge=1, le=1000)
+    """Two flavours (spec section 9): iterate (`max_iterations`, `until`, `gate`) or review (`max_cycles`,
+    `on_request_changes`). Which fields go together is checked by validation, with its own codes."""
+
+    max_iterations: int | None = Field(default=None, ge=1, le=1000)
     until: str | None = None
     fresh_context: bool = False
+    gate: Literal["reply"] | None = None
+    max_cycles: int | None = Field(default=None, ge=1, le=20)
+    on_request_changes: FixSpec | None = None
+
+    @property
+    def review(self) -> bool:
+        """A reviewer/fix cycle rather than an iterate loop."""
+        return self.on_request_changes is not None
+
+
+class MockCall(Strict):
+    """One answer of `mock.sequence`: the k-th call of the mock gets item k (the last repeats)."""
+
+    stdout: str | None = None
+    outputs: dict[str, Any] | None = None
+    error: str | None = None
 
 
 class MockSpec(Strict):
@@ -126,6 +153,7 @@ class MockSpec(Strict):
     tokens: int | None = Field(default=None, ge=0)
     cost: float | None = Field(default=None, ge=0)
     timeout: bool = False
+    sequence: list[MockCall] | None = Field(default=None, min_length=1, max_length=1000)
 
 
 class WorkflowRef(Strict):

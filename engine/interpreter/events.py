@@ -73,6 +73,20 @@ class ApprovalDecided(Message):
     by_id: int | None = None
 
 
+MAX_REPLY_BYTES = 65536  # spec 9: a reply is at most 64 KiB of UTF-8
+
+
+@dataclass(slots=True)
+class ReplyGiven(Message):
+    """A person's free-text answer to the step's pending reply request (a loop's reply gate, spec section 9)."""
+
+    step: str
+    text: str
+    by: str | None = None
+    at: float = 0.0
+    by_id: int | None = None
+
+
 @dataclass(slots=True)
 class TimerFired(Message):
     timer: str
@@ -107,7 +121,7 @@ class RunAborted(Message):
     at: float = 0.0
 
 
-EVENTS = registry(RunStarted, StepFinished, DispatchBlocked, DispatchHeld, ApprovalDecided, TimerFired,
+EVENTS = registry(RunStarted, StepFinished, DispatchBlocked, DispatchHeld, ApprovalDecided, ReplyGiven, TimerFired,
                   ChildFinished, CancelRequested, RunAborted)
 
 

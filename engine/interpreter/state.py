@@ -41,12 +41,13 @@ class Wait:
     APPROVAL = "approval"
     ESCALATION = "escalation"
     HOLD = "hold"
+    REPLY = "reply"            # a loop's reply gate: waiting for a person's answer before the next iteration
     CHILD = "child"            # a sub-workflow run is in flight
 
 
 _STEP_FIELDS = ("status", "wait", "attempt", "calls", "retries", "iteration", "gate_retries", "escalated",
                 "hold_approved", "outputs", "stdout", "error", "error_code", "started_at", "finished_at",
-                "carried", "tokens", "cost", "timer", "history")
+                "carried", "tokens", "cost", "timer", "history", "loop_from", "agent_calls")
 
 
 class StepState:
@@ -74,7 +75,9 @@ class StepState:
         self.tokens = 0
         self.cost = 0.0
         self.timer: str | None = None
-        self.history: list[dict[str, Any]] = []
+        self.history: list[dict[str, Any]] = []  # a loop step's calls, in order (spec section 9)
+        self.loop_from = 0  # where in `history` the loop's current pass began (a retry after loop_exhausted)
+        self.agent_calls: dict[str, int] = {}  # calls per agent, for the mock's fail_times and sequence
 
     def to_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in _STEP_FIELDS}
