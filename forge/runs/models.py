@@ -162,11 +162,14 @@ class StepResult(models.Model):
 
 
 class Approval(models.Model):
-    """A request for a person's decision. Its status is written only by the run's rounds, from the
-    interpreter's record; a person's decision reaches it as an input of the run (`approval_decide`)."""
+    """A request for a person's decision, or (kind `reply`) for a loop's free-text answer. Its status is written
+    only by the run's rounds, from the interpreter's record; a person's decision or reply reaches it as an input
+    of the run (`approval_decide`, `reply_give`)."""
 
-    PENDING, APPROVED, REJECTED, EXPIRED = "pending", "approved", "rejected", "expired"
-    KINDS = [("approval", "approval"), ("escalation", "escalation"), ("hold", "governance hold")]
+    PENDING, APPROVED, REJECTED, EXPIRED, ANSWERED = "pending", "approved", "rejected", "expired", "answered"
+    REPLY = "reply"
+    KINDS = [("approval", "approval"), ("escalation", "escalation"), ("hold", "governance hold"),
+             (REPLY, "reply request")]
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals", db_index=False)
     key = models.CharField(max_length=64, help_text="the interpreter's id for this request")
@@ -184,6 +187,12 @@ class Approval(models.Model):
     requested_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField(null=True, blank=True, help_text="when the step's timeout ends it undecided")
     decided_at = models.DateTimeField(null=True, blank=True)
+    # A reply request's: the loop iteration it follows, that iteration's stdout (what the person answers), and the
+    # answer, kept with the run (the audit has only its length and digest). A step's replies so far are its
+    # answered rows by iteration.
+    iteration = models.PositiveIntegerField(default=0)
+    output = models.TextField(blank=True, help_text="a reply request's: the stdout of the iteration it follows")
+    reply = models.TextField(blank=True, help_text="a reply request's answer")
 
     class Meta:
         ordering = ["-requested_at", "-id"]
