@@ -1,6 +1,6 @@
 """A step's attempts and the waits between them, folded from its RunEvents: each attempt runs from its
 `running` event to the event that ends it, and the time in between (a queue, a retry's backoff, an escalation,
-an approval, a hold) is a wait of its own. The step panel and the Gantt read the same fold; gantt.js applies the
+an approval, a hold, a reply) is a wait of its own. The step panel and the Gantt read the same fold; gantt.js applies the
 same rules to live events."""
 
 from __future__ import annotations
@@ -20,14 +20,18 @@ from forge.runs.sentences import never_ran, status_word
 WAIT_NAMES = {
     EngineWait.QUEUED: "queue", EngineWait.REDISPATCH: "queue", EngineWait.RETRY: "backoff",
     EngineWait.GATE_RETRY: "backoff", EngineWait.APPROVAL: "approval", EngineWait.ESCALATION: "escalation",
-    EngineWait.HOLD: "hold", EngineWait.CHILD: "sub-run",
+    EngineWait.HOLD: "hold", EngineWait.CHILD: "sub-run", EngineWait.REPLY: "reply",
 }
 WAIT_SAYS = {
     "queue": "in the queue for a free slot", "backoff": "backoff before retrying",
     "escalation": "waiting for a decision on its failure", "approval": "waiting for approval",
     "hold": "held by governance for a decision", "sub-run": "waiting for its sub-workflow run",
+    "reply": "waiting for a person's reply before the next iteration",
 }
 
+
+# An attempt's piece that ended with an iteration's output shown to people, whose reply starts the next piece.
+ASKED = "asked"
 
 # A wait shorter than this (a queue that had a free slot at once) is no wait to a person: the step panel leaves
 # it out rather than show a row of 0.000 s. The Gantt keeps it (it draws nothing that narrow anyway).
@@ -60,7 +64,7 @@ class Attempt:
 
 @dataclass
 class WaitSpan:
-    kind: str  # queue, backoff, escalation, approval, hold, sub-run
+    kind: str  # queue, backoff, escalation, approval, hold, sub-run, reply
     started_at: datetime
     ended_at: datetime | None = None
     after: int = 0  # the attempt it follows (0: before the first)
@@ -120,8 +124,8 @@ class StepTimes:
         self.status, self.error_code = status, data.get("error_code")
         if status == StepStatus.RUNNING:
             self._close_wait(at)
-            attempt = next((a for a in self.attempts if a.number == number), None)
-            if attempt is None:
+            attempt = next((a for a in reversed(self.attempts) if a.number == number), None)
+            if attempt is None or attempt.status == ASKED:  # a reply gate's next iteration: a piece of its own
                 self.attempts.append(Attempt(number, started_at=at))
             elif attempt.finished_at is not None and attempt.status in ("blocked", "held"):
                 attempt.started_at, attempt.finished_at, attempt.status = at, None, StepStatus.RUNNING  # redispatched
@@ -131,6 +135,8 @@ class StepTimes:
             attempt.error, attempt.error_code = data.get("error"), data.get("error_code")
             if status in StepStatus.TERMINAL and status != StepStatus.FAILED:
                 attempt.status = status
+            elif wait == EngineWait.REPLY:
+                attempt.status = ASKED
             elif wait in (EngineWait.GATE_RETRY, EngineWait.HOLD) and any(
                     d.get("outcome") in ("block", "hold") for d in attempt.decisions):
                 attempt.status = "blocked" if wait == EngineWait.GATE_RETRY else "held"

@@ -12,12 +12,18 @@ from engine.terminal import never_ran, status_word  # the CLIs' status words are
 NAMED_UPSTREAM = 5  # upstream steps named in a sentence; more read "and N more" (a fan-in has hundreds)
 PEOPLE_WAITS = {Wait.APPROVAL: "approval", Wait.ESCALATION: "a decision on its failure (retry, skip or abort)",
                 Wait.HOLD: "a governance hold to be approved"}
-__all__ = ["never_ran", "status_class", "status_word", "upstream_sentence", "why_not_running"]
+REPLY_DEFAULT = ("Operators", "Approvers")  # who may answer a reply request naming no group (and the run's starter)
+__all__ = ["never_ran", "repliers", "status_class", "status_word", "upstream_sentence", "why_not_running"]
 
 
 def status_class(status: str, error_code: str | None) -> str:
     """The CSS class (table badge and graph node) of a step's status."""
     return "status-upstream-failed" if never_ran(status, error_code) else f"status-{status}"
+
+
+def repliers(approvers: Iterable[str]) -> str:
+    """The groups that may answer a reply request, in words ("Operators or Approvers")."""
+    return " or ".join(sorted(approvers) or REPLY_DEFAULT)
 
 
 def upstream_sentence(waiting_for: list[str]) -> str:
@@ -40,11 +46,13 @@ def why_not_running(status: str, wait: str | None, *, attempt: int = 0, error: s
         return upstream_sentence(list(waiting_for))
     if status not in (StepStatus.PENDING, StepStatus.WAITING, StepStatus.RUNNING) or not wait:
         return ""
+    until = f" until {expires_at:%Y-%m-%d %H:%M:%S} UTC" if expires_at else ""
+    if wait == Wait.REPLY:
+        return f"waiting for a reply from {repliers(approvers or ())}{until}"
     if wait in PEOPLE_WAITS:
         if approvers is None:
             return f"waiting for {PEOPLE_WAITS[wait]}"
         who = ", ".join(sorted(approvers)) or "Approvers"
-        until = f" until {expires_at:%Y-%m-%d %H:%M:%S} UTC" if expires_at else ""
         return f"waiting for {PEOPLE_WAITS[wait]} by {who}{until}"
     failed = f": {error}" if error else ""
     return {

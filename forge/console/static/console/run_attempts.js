@@ -6,7 +6,8 @@
   const root = document.getElementById("run-panes");
   if (!root) return;
   const WAIT_NAMES = { queued: "queue", redispatch: "queue", retry: "backoff", gate_retry: "backoff",
-                       approval: "approval", escalation: "escalation", hold: "hold", child: "sub-run" };
+                       approval: "approval", escalation: "escalation", hold: "hold", child: "sub-run",
+                       reply: "reply" };
   const TERMINAL = new Set(["completed", "failed", "skipped", "cancelled", "timed_out"]);
   const model = (window.forgeAttempts = { ready: false, steps: new Map(), order: [], start: 0, end: null,
                                           status: "", skew: 0, now: () => Date.now() + model.skew });
@@ -26,8 +27,9 @@
     s.neverRan = data.error_code === "upstream_failed" && data.status === "failed";
     if (data.status === "running") {
       const w = openWait(s); if (w) w.end = at;
-      const a = s.attempts.find((x) => x.n === n);
-      if (!a) s.attempts.push({ n, start: at, end: null, status: "running", blocked: false });
+      const a = s.attempts.findLast((x) => x.n === n);
+      // A reply gate's next iteration is a piece of its own, as attempts.py folds it.
+      if (!a || a.status === "asked") s.attempts.push({ n, start: at, end: null, status: "running", blocked: false });
       else if (a.end !== null && a.blocked) Object.assign(a, { start: at, end: null, status: "running", blocked: false });
       return;
     }
@@ -35,6 +37,7 @@
     if (a) {
       a.end = at;
       if (TERMINAL.has(data.status) && data.status !== "failed") a.status = data.status;
+      else if (data.wait === "reply") a.status = "asked";
       else if ((data.wait === "gate_retry" || data.wait === "hold") && a.held) { a.status = data.wait === "hold" ? "held" : "blocked"; a.blocked = true; }
       else a.status = data.error || data.status === "failed" ? "failed" : data.status;
     }
