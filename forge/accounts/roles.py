@@ -9,8 +9,8 @@ APPROVERS = "Approvers"
 ADMINS = "Admins"
 GROUPS = (OPERATORS, APPROVERS, ADMINS)
 
-# action -> the groups allowed to take it (superusers may take any). Deciding approvals is not an action
-# here: who may decide depends on the step (`may_approve`).
+# action -> the groups allowed to take it (superusers may take any). Deciding approvals and answering reply
+# requests are not actions here: who may depends on the step (`may_approve`, `may_reply_as_member`).
 ACTIONS = {
     "run.view": (OPERATORS, APPROVERS, ADMINS),
     "run.start": (OPERATORS, ADMINS),
@@ -60,8 +60,22 @@ def deciding_groups(approvers: Iterable[str]) -> frozenset[str]:
     return frozenset(approvers or (APPROVERS,)) | {ADMINS}
 
 
+def replying_groups(approvers: Iterable[str]) -> frozenset[str]:
+    """The groups whose members may answer a loop's reply request naming `approvers`: the named groups, or
+    Operators and Approvers when none is named; Admins always (a reply is not an approval: see `may_reply` in
+    forge.runs.selectors for the run's starter)."""
+    return frozenset(approvers or (OPERATORS, APPROVERS)) | {ADMINS}
+
+
 def may_approve(user, approvers: Iterable[str]) -> bool:
     """Whether `user` belongs to a group that may decide an approval naming `approvers`."""
     if not _active(user):
         return False
     return user.is_superuser or bool(group_names(user) & deciding_groups(approvers))
+
+
+def may_reply_as_member(user, approvers: Iterable[str]) -> bool:
+    """Whether `user` belongs to a group that may answer a reply request naming `approvers`."""
+    if not _active(user):
+        return False
+    return user.is_superuser or bool(group_names(user) & replying_groups(approvers))

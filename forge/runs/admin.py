@@ -21,5 +21,5 @@ class RunAdmin(ReadOnlyAdmin):
 
 @admin.register(Approval)
 class ApprovalAdmin(ReadOnlyAdmin):
-    list_display = ("run", "step", "kind", "status", "decision", "decided_by", "requested_at")
+    list_display = ("run", "step", "kind", "iteration", "status", "decision", "decided_by", "requested_at")
     list_filter = ("status", "kind")

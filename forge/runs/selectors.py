@@ -9,7 +9,7 @@ from django.conf import settings
 
 from engine.interpreter.state import RunStatus, StepStatus
 from engine.report import RunOutcome, report
-from forge.accounts.roles import can, may_approve
+from forge.accounts.roles import can, may_approve, may_reply_as_member
 from forge.runs.models import Approval, Run, RunInput, StepResult
 from forge.runtime import bridge
 
@@ -40,9 +40,12 @@ def step_iterations(run: Run, step: str) -> list[dict[str, Any]]:
 
 
 def may_decide(user, approval: Approval) -> str | None:
-    """Why `user` may not decide `approval`, or None when they may (`user` None is the system)."""
+    """Why `user` may not decide `approval` (or answer it, for a reply request), or None when they may (`user`
+    None is the system)."""
     if user is None:
         return None
+    if approval.kind == Approval.REPLY:
+        return may_reply(user, approval)
     if not may_approve(user, approval.approvers):
         if approval.approvers:
             return f"this approval needs a member of {', '.join(sorted(approval.approvers))}"
@@ -53,8 +56,30 @@ def may_decide(user, approval: Approval) -> str | None:
     return None
 
 
+def may_reply(user, approval: Approval) -> str | None:
+    """Why `user` may not answer the reply request `approval`, or None when they may: a member of its approvers
+    (default Operators and Approvers; Admins always), or the person who started the run (a reply is not an
+    approval, so starting the run is no conflict)."""
+    if user is None:
+        return None
+    if not getattr(user, "is_active", False):
+        return "your account is inactive"
+    if may_reply_as_member(user, approval.approvers) or approval.run.started_by_id == user.pk:
+        return None
+    if approval.approvers:
+        return f"this reply request needs a member of {', '.join(sorted(approval.approvers))} or the run's starter"
+    return "only Operators, Approvers and the person who started the run may answer it"
+
+
+def replies_so_far(run: Run, step: str) -> list[Approval]:
+    """The answered reply requests of a loop step, by iteration (the answer is `reply`, who gave it
+    `decided_by`)."""
+    return list(Approval.objects.filter(run=run, step=step, kind=Approval.REPLY, status=Approval.ANSWERED)
+                .select_related("decided_by").order_by("iteration", "id"))
+
+
 def approvals_for_user(user) -> list[Approval]:
-    """The pending approvals `user` may decide, oldest first (`user` None: all of them)."""
+    """The pending approvals and reply requests `user` may answer, oldest first (`user` None: all of them)."""
     pending = (Approval.objects.filter(status=Approval.PENDING)
                .select_related("run__workflow", "run__version", "run__started_by").order_by("id"))
     # Which groups may decide lives in each row's JSON list, which SQLite cannot query: the few pending rows

@@ -1,4 +1,4 @@
-"""Everything people do to runs: start, decide, cancel, restart. Each checks permission and is audited."""
+"""Everything people do to runs: start, decide, reply, cancel, restart. Each checks permission and is audited."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from engine.arguments import ArgumentsInvalid, resolve_args
-from engine.interpreter import ApprovalDecided, CancelRequested
+from engine.interpreter import ApprovalDecided, CancelRequested, ReplyGiven
+from engine.interpreter.loops import reply_problem
 from engine.interpreter.restart import restart_state
 from engine.problems import WorkflowInvalid
 from forge.accounts.roles import can
@@ -19,6 +20,7 @@ from forge.runs.creation import RunRefused, check_args_size, check_references, c
 from forge.runs.models import Approval, Run, RunInput
 from forge.runs.selectors import may_decide
 from forge.runtime import bridge, inbox, store
+from forge.runtime.replies import reply_detail
 from forge.runtime.queue import enqueue_advance
 from forge.workflows.models import WorkflowVersion
 
@@ -115,6 +117,8 @@ def approval_decide(*, user, approval: Approval, decision: str, comment: str = "
         run = store.lock_run(approval.run_id)
         approval = Approval.objects.get(pk=approval.pk)
         approval.run = run
+        if approval.kind == Approval.REPLY:
+            raise ServiceError(f"step {approval.step!r} asks for a reply, not a decision: answer it with a reply")
         problem = may_decide(user, approval)
         if problem:
             raise PermissionDenied(problem)
@@ -152,4 +156,61 @@ def _request_decision(user, approval: Approval, decision: str, comment: str, now
     # Only asked here: the round audits what the run made of it (forge.runtime.rounds.DECIDED).
     audit("forge.approval.decision_requested", user=user, run_id=approval.run_id, step=approval.step,
           attempt=approval.attempt, detail={"kind": approval.kind, "decision": decision, "comment": comment})
+    transaction.on_commit(lambda: enqueue_advance(approval.run_id))
+
+
+def reply_give(*, user, approval: Approval, text: str) -> Approval:
+    """Answer a loop's reply request (spec section 9) with free text, which starts the step's next iteration.
+
+    Like a decision, the answer is put in the run's inbox (one per request: the first one counts) and the
+    Approval row changes when the run's round takes it. The audit trail gets the text's length and digest;
+    the text itself is kept with the run.
+    """
+    if not isinstance(text, str):
+        raise ServiceError("a reply needs some text")
+    with transaction.atomic():
+        run = store.lock_run(approval.run_id)
+        approval = Approval.objects.get(pk=approval.pk)
+        approval.run = run
+        if approval.kind != Approval.REPLY:
+            raise ServiceError(f"this {approval.kind} is decided, not answered with a reply")
+        problem = may_decide(user, approval)
+        if problem:
+            raise PermissionDenied(problem)
+        if run.finished:
+            raise ServiceError(f"run {approval.run_id} has ended ({run.status}); it takes no more replies")
+        if approval.status != Approval.PENDING:
+            what = "was already answered" if approval.status == Approval.ANSWERED else "expired unanswered"
+            raise ServiceError(f"the reply request after iteration {approval.iteration} of {approval.step!r} "
+                               f"{what}; only a pending request takes a reply")
+        problem = reply_problem(text)
+        if problem:
+            raise ServiceError(problem)
+        now = timezone.now()
+        if approval.expires_at is not None and approval.expires_at <= now:
+            # Nothing is answered; the run records the timeout (committing this block only queues that).
+            transaction.on_commit(lambda: enqueue_advance(approval.run_id))
+            timed_out = approval.expires_at
+        else:
+            timed_out = None
+            _request_reply(user, approval, text, now)
+    if timed_out:
+        raise ServiceError(f"this reply request timed out at {timed_out:%Y-%m-%d %H:%M:%S} UTC, before the reply; "
+                           f"the step ends as timed out")
+    approval.refresh_from_db()  # answered already if the run advanced in this process (django-q2's sync mode)
+    return approval
+
+
+def _request_reply(user, approval: Approval, text: str, now) -> None:
+    """Put the reply in the run's inbox (inside the caller's transaction, which holds the run's lock)."""
+    name, user_id = actor_of(user)
+    event = ReplyGiven(approval.step, text, by=name, by_id=user_id, at=now.timestamp())
+    _, created = RunInput.objects.get_or_create(run_id=approval.run_id, key=inbox.reply(approval.key), defaults={
+        "event": event.to_json(), "due_at": now, "created_at": now})
+    if not created:
+        raise ServiceError("this reply request has already been answered; the run is recording that answer")
+    # Only asked here: the round audits the answer the run took (forge.approval.answered).
+    audit("forge.approval.reply_requested", user=user, run_id=approval.run_id, step=approval.step,
+          attempt=approval.attempt, detail={"kind": Approval.REPLY, "iteration": approval.iteration,
+                                            **reply_detail(text)})
     transaction.on_commit(lambda: enqueue_advance(approval.run_id))

@@ -52,6 +52,19 @@ class InlineCall:
         return RunInput(key=inbox.completion(self.step, self.attempt, self.iteration), event=event.to_json())
 
 
+def step_agents(workflow: Workflow) -> set[str]:
+    """Every agent the workflow's steps may call: their own, and a review loop's fix agent."""
+    names = set()
+    for spec in workflow.steps:
+        model = spec.model
+        if model.agent:
+            names.add(model.agent)
+        fix = model.loop.on_request_changes if model.loop is not None else None
+        if fix is not None and fix.fix_agent:
+            names.add(fix.fix_agent)
+    return names
+
+
 class Dispatcher:
     """Governs and starts the dispatches of one round."""
 
@@ -68,8 +81,7 @@ class Dispatcher:
         view, workflow = self.view, self.workflow.name
         if view.limited(workflow, command.agent):
             # Every limit the run's steps can meet is locked at once, before anything is counted.
-            view.open_ledger(workflow, {command.agent, *(s.model.agent for s in self.workflow.steps
-                                                         if s.model.agent)})
+            view.open_ledger(workflow, {command.agent, *step_agents(self.workflow)})
         estimated = reservations.projected_cost(view.agent(command.agent), spec)
         ctx = view.context(run=r.run, workflow=workflow, dispatch=command, capabilities=tuple(spec.capabilities),
                            running=self._running(command.agent), estimated_cost=estimated)
@@ -153,13 +165,22 @@ class Dispatcher:
         """Tokens and cost of a result fed this round (a result that is never fed records its own); a budgeted
         call's reservation ends with it even when it cost nothing."""
         r = self.effects
-        agent = self.workflow.by_id[event.step].model.agent or ""
+        agent = self._agent_of(event)
         if event.tokens > 0 or event.cost > 0:
             reservations.settle(run_id=r.run.pk, workflow=self.workflow.name, agent=agent, step=event.step,
                                 attempt=event.attempt, iteration=event.iteration, tokens=event.tokens,
                                 cost=event.cost, at=r.now)
         elif self.view.budgeted(self.workflow.name, agent):
             reservations.release(r.run.pk, event.step, event.attempt, event.iteration)
+
+    def _agent_of(self, event: ev.StepFinished) -> str:
+        """The agent that made the call: a review loop's fix is its fix agent's (the history entry of the call
+        names it), every other call the step's."""
+        st = self.state.steps.get(event.step)
+        for entry in reversed(st.history if st is not None else []):
+            if entry.get("attempt") == event.attempt and entry.get("iteration") == event.iteration:
+                return entry.get("agent") or ""
+        return self.workflow.by_id[event.step].model.agent or ""
 
     def release(self, command: cmd.CancelStep) -> None:
         """A cancelled or timed-out attempt stops holding budgets (a result that still arrives settles it)."""

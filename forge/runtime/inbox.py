@@ -32,6 +32,11 @@ def decision(approval_key: str) -> str:
     return f"decision:{approval_key}"
 
 
+def reply(approval_key: str) -> str:
+    """One answer per reply request: the first one recorded is the one fed."""
+    return f"reply:{approval_key}"
+
+
 def child(step: str, attempt: int | None) -> str:
     """A child run's end, reported to its parent's step."""
     return f"child:{step}:{attempt}"

@@ -17,11 +17,12 @@ from django.utils import timezone
 
 from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
-from engine.interpreter.machine import EventRejected
+from engine.interpreter.events import EventRejected
 from forge import live
 from forge.audit.services import SYSTEM
 from forge.runs.models import Approval, Checkpoint, Run, RunEvent, RunInput, StepResult
 from forge.runtime import bridge, children, dispatch, inbox, leases, step_events, store
+from forge.runtime.replies import reply_detail
 from forge.runtime.completion import Completion, Outcome, record_completion
 from forge.runtime.effects import Effects
 
@@ -138,11 +139,17 @@ class Round:
                 # A timeout or a halt ended the approval first; its row says so (written from the interpreter).
                 effects.audit("forge.approval.decision_too_late", step=step, actor=_decider(event),
                               detail={"decision": event.decision, "reason": str(exc)})
+            elif isinstance(event, ev.ReplyGiven):
+                # A timeout, a cancel or a halt ended the request first: the person is told the reply came too late.
+                effects.audit("forge.approval.reply_too_late", step=step, actor=_decider(event),
+                              detail={**reply_detail(event.text), "reason": str(exc)})
             return
         self.fed += 1
         effects.log(bridge.INPUT, getattr(event, "step", "") or "", event.to_json())
         if isinstance(event, ev.ApprovalDecided):
             self._audit_decided(event)
+        elif isinstance(event, ev.ReplyGiven):
+            self._audit_answered(event)
         if isinstance(event, ev.StepFinished):
             self.dispatcher.record_spend(event)
         for command in commands:
@@ -155,17 +162,27 @@ class Round:
         self.effects.log("step", command.step, step_events.step_data(command, self.interpreter.state))
 
     def _request_approval(self, command: cmd.RequestApproval) -> None:
-        effects = self.effects
-        attempt = self.interpreter.state.steps[command.step].attempt
-        effects.request_approval(Approval(
+        effects, state = self.effects, self.interpreter.state
+        st = state.steps[command.step]
+        attempt = st.attempt
+        row = Approval(
             run=self.run, key=command.approval, step=command.step, attempt=attempt, kind=command.kind,
             options=list(command.options), message=command.message, approvers=list(command.approvers),
-            requested_at=self.now))
-        effects.log("approval", command.step, {"approval": command.approval, "kind": command.kind,
-                                               "status": Approval.PENDING, "options": list(command.options),
-                                               "message": command.message})
-        effects.audit("forge.approval.requested", step=command.step, attempt=attempt,
-                      detail={"kind": command.kind, "message": command.message})
+            requested_at=self.now)
+        data = {"approval": command.approval, "kind": command.kind, "status": Approval.PENDING,
+                "options": list(command.options), "message": command.message}
+        detail = {"kind": command.kind, "message": command.message}
+        if command.kind == Approval.REPLY:
+            # The request shows the iteration it follows; its message may quote earlier replies, so the audit
+            # names the iteration instead.
+            record = next((a for a in reversed(state.approvals) if a["id"] == command.approval), {})
+            row.iteration = record.get("iteration") or st.iteration
+            row.output = (st.history[-1].get("stdout") or "") if st.history else ""
+            data["iteration"] = row.iteration
+            detail = {"kind": command.kind, "iteration": row.iteration}
+        effects.request_approval(row)
+        effects.log("approval", command.step, data)
+        effects.audit("forge.approval.requested", step=command.step, attempt=attempt, detail=detail)
 
     def _audit_decided(self, event: ev.ApprovalDecided) -> None:
         """What the run made of a person's decision, in their name (the request was audited when made)."""
@@ -174,6 +191,15 @@ class Round:
         self.effects.audit(f"forge.approval.{DECIDED[event.decision]}", step=event.step, attempt=record["attempt"],
                            actor=_decider(event),
                            detail={"kind": record["kind"], "decision": event.decision, "comment": event.comment or ""})
+
+    def _audit_answered(self, event: ev.ReplyGiven) -> None:
+        """The reply the run took, in the name of who gave it: its length and digest, never its text."""
+        record = next(a for a in reversed(self.interpreter.state.approvals)
+                      if a["step"] == event.step and a["kind"] == Approval.REPLY and a["status"] == Approval.ANSWERED)
+        self.effects.audit("forge.approval.answered", step=event.step, attempt=record["attempt"],
+                           actor=_decider(event),
+                           detail={"kind": Approval.REPLY, "iteration": record.get("iteration"),
+                                   **reply_detail(event.text)})
 
     def _schedule_timer(self, command: cmd.ScheduleTimer) -> None:
         due_at = bridge.to_datetime(command.fire_at)
@@ -272,13 +298,16 @@ class Round:
         for record in ended:
             decided_at = bridge.to_datetime(record.get("decided_at")) or self.now
             by_id = deciders.get(record["id"])
-            Approval.objects.filter(run=self.run, key=record["id"]).update(
-                status=record["status"], decision=record.get("decision"), comment=record.get("comment") or "",
-                decided_at=decided_at, decided_by_id=by_id)
-            by = record.get("by") if by_id is not None else None
-            self.effects.log("approval", record["step"], {
-                "approval": record["id"], "status": record["status"], "decision": record.get("decision"),
-                "by": by, "by_id": by_id})
+            fields = dict(status=record["status"], decision=record.get("decision"),
+                          comment=record.get("comment") or "", decided_at=decided_at, decided_by_id=by_id)
+            data = {"approval": record["id"], "status": record["status"], "decision": record.get("decision"),
+                    "by": record.get("by") if by_id is not None else None, "by_id": by_id}
+            if record["status"] == Approval.ANSWERED:
+                # The record has no text: the step's history entry the reply followed keeps it.
+                fields["reply"] = data["reply"] = _reply_text(state, record)
+                data["iteration"] = record.get("iteration")
+            Approval.objects.filter(run=self.run, key=record["id"]).update(**fields)
+            self.effects.log("approval", record["step"], data)
 
     def _checkpoint(self) -> None:
         run = self.run
@@ -300,7 +329,13 @@ DECIDED = {"approve": "approved", "reject": "rejected", "retry": "escalation_ret
            "abort": "escalation_abort"}
 
 
-def _decider(event: ev.ApprovalDecided) -> tuple[str, int | None]:
+def _reply_text(state, record: dict) -> str:
+    st = state.steps.get(record["step"])
+    entry = next((h for h in reversed(st.history) if h.get("reply_id") == record["id"]), None) if st else None
+    return entry["reply"] if entry is not None else ""
+
+
+def _decider(event: ev.ApprovalDecided | ev.ReplyGiven) -> tuple[str, int | None]:
     return (event.by or SYSTEM), event.by_id
 
 

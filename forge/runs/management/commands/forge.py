@@ -2,7 +2,7 @@
 
 With --json a command prints exactly one JSON object on stdout. `run --wait`
 exits like `python -m engine run`: 0 completed, 1 failed or cancelled,
-3 paused (waiting for a decision), 2 invalid input.
+3 paused (waiting for a decision or a reply), 2 invalid input.
 """
 
 from __future__ import annotations
@@ -24,12 +24,32 @@ from engine.problems import Problem
 from engine.validation import Report, validate_source
 from forge.accounts import cli as accounts_cli
 from forge.runs import services
+from forge.runs.compiled import new_run_workflow
 from forge.runs.models import Approval, Run
 from forge.runs.selectors import approvals_for_user, is_paused, run_report
 from forge.schedules import cli as schedules_cli
 from forge.workflows.models import Workflow
 from forge.workflows.services import WorkflowRejected, workflow_validate, workflow_version_save
 
+
+
+def reply_lists(items: list[str]) -> dict[str, list[str]]:
+    """--reply STEP=TEXT, repeatable: each step's replies in the order given (as the local runner takes them)."""
+    replies: dict[str, list[str]] = {}
+    for item in items:
+        step, sep, text = item.partition("=")
+        if not sep or not step:
+            raise UsageError(f"--reply {item!r}: expected STEP=TEXT")
+        if not text.strip():
+            raise UsageError(f"--reply {step}=: a reply needs some text")
+        replies.setdefault(step, []).append(text)
+    return replies
+
+
+def shortened(text: str, limit: int = 200) -> str:
+    """An iteration's output on one line, cut to `limit` characters."""
+    line = " ".join((text or "").split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 class Exit(Exception):
@@ -48,6 +68,8 @@ class Command(BaseCommand):
         run.add_argument("--arg", action="append", default=[], metavar="K=V")
         run.add_argument("--decide", action="append", default=[], metavar="STEP=DECISION",
                          help="answer STEP's approval when it is requested (with --wait)")
+        run.add_argument("--reply", action="append", default=[], metavar="STEP=TEXT",
+                         help="answer STEP's reply requests, in order (repeatable; with --wait)")
         run.add_argument("--wait", action="store_true", help="wait until the run ends or waits for a person")
         run.add_argument("--timeout", type=float, default=0, help="with --wait, give up after S seconds")
         run.add_argument("--json", action="store_true")
@@ -61,6 +83,13 @@ class Command(BaseCommand):
             p.add_argument("run", type=int)
             p.add_argument("step")
             p.add_argument("--comment", default="")
+        reply = sub.add_parser("reply", help="answer a loop step's pending reply request with free text")
+        reply.add_argument("run", type=int)
+        reply.add_argument("step")
+        reply.add_argument("text", nargs="?", help="the reply (or give --file)")
+        reply.add_argument("--file", metavar="PATH", help="read the reply from PATH (- for stdin)")
+        reply.add_argument("--iteration", type=int, metavar="N",
+                           help="the request that follows iteration N (default: the pending one)")
         decide = sub.add_parser("decide", help="answer an escalation: retry, skip or abort")
         decide.add_argument("run", type=int)
         decide.add_argument("step")
@@ -122,11 +151,17 @@ class Command(BaseCommand):
     # -- commands -----------------------------------------------------------------
 
     def do_run(self, options) -> int:
+        replies = reply_lists(options["reply"])  # a bad --reply saves nothing
         version = self._version(options["target"], options["json"])
         decisions = pairs(options["decide"], "--decide")
         bad = [f"{k}={v}" for k, v in decisions.items() if v not in DECISIONS]
         if bad:
             raise services.ServiceError(f"--decide {bad[0]}: the decision must be one of {', '.join(DECISIONS)}")
+        steps = new_run_workflow(version)[0].by_id if replies else {}
+        for step in replies:
+            if step not in steps:
+                # As the local runner: a reply for a step that never asks is ignored.
+                self.stderr.write(f"forge: note: --reply {step}=... is ignored: the workflow has no step {step!r}")
         run = services.run_start(user=self.user, version=version, args=pairs(options["arg"], "--arg"),
                                  args_from_text=True)
         self.stderr.write(f"run {run.pk} of {version} started")
@@ -134,7 +169,7 @@ class Command(BaseCommand):
             if options["json"]:
                 self._json({"run": run.pk, "status": run.status})
             return EXIT_OK
-        run = self._wait(run, decisions, options["timeout"])
+        run = self._wait(run, decisions, replies, options["timeout"])
         result = run_report(run)
         if options["json"]:
             self._json(result)
@@ -178,21 +213,31 @@ class Command(BaseCommand):
             print_problems(str(path), rejected, write=self.stderr.write)
             raise Exit(EXIT_INVALID) from None
 
-    def _wait(self, run: Run, decisions: dict[str, str], timeout: float) -> Run:
+    def _wait(self, run: Run, decisions: dict[str, str], replies: dict[str, list[str]], timeout: float) -> Run:
         deadline = time.monotonic() + timeout if timeout else None
         answered: set[int] = set()
         pause = 0.02
+
+        def answerable(approval: Approval) -> bool:
+            if approval.kind == Approval.REPLY:
+                return bool(replies.get(approval.step))
+            return approval.step in decisions
+
         while True:
             run.refresh_from_db()
             if run.finished:
                 return run
             for approval in Approval.objects.filter(run=run, status=Approval.PENDING).exclude(pk__in=answered):
-                decision = decisions.get(approval.step)
-                if decision is not None:
-                    answered.add(approval.pk)
-                    services.approval_decide(user=self.user, approval=approval, decision=decision)
-            if is_paused(run) and not any(a.step in decisions for a in
-                                          Approval.objects.filter(run=run, status=Approval.PENDING)):
+                if not answerable(approval):
+                    continue
+                answered.add(approval.pk)
+                if approval.kind == Approval.REPLY:
+                    services.reply_give(user=self.user, approval=approval, text=replies[approval.step].pop(0))
+                else:
+                    services.approval_decide(user=self.user, approval=approval, decision=decisions[approval.step])
+            if is_paused(run) and not any(answerable(a) for a in
+                                          Approval.objects.filter(run=run, status=Approval.PENDING)
+                                          .exclude(pk__in=answered)):
                 return run
             if deadline is not None and time.monotonic() > deadline:
                 self.stderr.write(f"forge: run {run.pk} is still {run.status} after {timeout:g} s; "
@@ -208,21 +253,82 @@ class Command(BaseCommand):
             self._json(result)
         else:
             print_run(result, self.stdout.write, f"run {run.pk}")
+            for step_id, step in result["steps"].items():
+                if step.get("history"):  # a loop step's calls, as the seed names them
+                    self.stdout.write(f"{step_id}: {', '.join(step['history'])}")
         return EXIT_OK
 
     def do_approvals(self, options) -> int:
         pending = approvals_for_user(self.user)
-        rows = [{"run": a.run_id, "workflow": a.run.workflow.name, "step": a.step, "kind": a.kind,
-                 "options": a.options, "message": a.message, "requested_at": a.requested_at.isoformat()}
-                for a in pending]
+        rows = []
+        for a in pending:
+            row = {"run": a.run_id, "workflow": a.run.workflow.name, "step": a.step, "kind": a.kind,
+                   "options": a.options, "message": a.message, "requested_at": a.requested_at.isoformat(),
+                   "expires_at": a.expires_at.isoformat() if a.expires_at else None}
+            if a.kind == Approval.REPLY:
+                row.update(iteration=a.iteration, output=shortened(a.output))
+            rows.append(row)
         if options["json"]:
             self._json(rows)
         elif not rows:
             self.stdout.write("no pending approvals")
         for row in [] if options["json"] else rows:
+            if row["kind"] == Approval.REPLY:
+                self.stdout.write(f"run {row['run']} {row['workflow']} / {row['step']} (reply, iteration "
+                                  f"{row['iteration']}): {row['message']}  [forge reply {row['run']} {row['step']} "
+                                  f"TEXT]")
+                if row["output"]:
+                    self.stdout.write(f"    output: {row['output']}")
+                continue
             self.stdout.write(f"run {row['run']} {row['workflow']} / {row['step']} ({row['kind']}): "
                               f"{row['message']}  [{'|'.join(row['options'])}]")
         return EXIT_OK
+
+    def do_reply(self, options) -> int:
+        text = self._reply_text(options)
+        run = self._run(options["run"])
+        step, iteration = options["step"], options["iteration"]
+        requests = Approval.objects.filter(run=run, step=step, kind=Approval.REPLY)
+        if iteration is not None:
+            approval = requests.filter(iteration=iteration).order_by("-id").first()
+            if approval is None:
+                self.stderr.write(f"forge: step {step!r} of run {run.pk} asked for no reply after iteration "
+                                  f"{iteration}")
+                return EXIT_INVALID
+        else:
+            approval = requests.filter(status=Approval.PENDING).first()
+            if approval is None:
+                self.stderr.write(f"forge: {self._no_pending_reply(run, step, requests)}")
+                return EXIT_INVALID
+        approval = services.reply_give(user=self.user, approval=approval, text=text)
+        self.stdout.write(f"run {run.pk} / {step}: replied to iteration {approval.iteration} "
+                          f"({len(text.encode('utf-8'))} bytes)")
+        return EXIT_OK
+
+    def _reply_text(self, options) -> str:
+        text, path = options["text"], options["file"]
+        if (text is None) == (path is None):
+            raise UsageError("give the reply as TEXT or with --file PATH (- for stdin), not both")
+        if path is None:
+            return text
+        try:
+            data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+            return data.decode("utf-8")
+        except OSError as exc:
+            raise UsageError(f"--file: cannot read {path}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"--file: {path} is not UTF-8 text") from None
+
+    def _no_pending_reply(self, run: Run, step: str, requests) -> str:
+        last = requests.order_by("-id").first()
+        if last is not None:
+            return (f"step {step!r} of run {run.pk} has no pending reply request: the one after iteration "
+                    f"{last.iteration} was already {last.status}")
+        other = Approval.objects.filter(run=run, step=step, status=Approval.PENDING).first()
+        if other is not None:
+            return (f"step {step!r} of run {run.pk} waits for a decision ({other.kind}), not a reply: answer it "
+                    f"with forge approve, reject or decide")
+        return f"step {step!r} of run {run.pk} has no pending reply request"
 
     def _decide(self, options, decision: str) -> int:
         run = self._run(options["run"])
