@@ -7,7 +7,7 @@ import textwrap
 from typing import Any
 
 from engine.interpreter import (
-    ApprovalDecided, Dispatch, Interpreter, Options, RunStarted, StepChanged, StepFinished, TimerFired,
+    ApprovalDecided, Dispatch, Interpreter, Options, ReplyGiven, RunStarted, StepChanged, StepFinished, TimerFired,
 )
 from engine.report import report
 from engine.runner import LocalRunner
@@ -57,6 +57,9 @@ class Driver:
 
     def decide(self, step: str, decision: str, by: str = "alice") -> list:
         return self.feed(ApprovalDecided(step, decision, by=by, at=self.now))
+
+    def reply(self, step: str, text: str, by: str = "alice") -> list:
+        return self.feed(ReplyGiven(step, text, by=by, at=self.now))
 
     def fire(self, timer_command) -> list:
         self.now = max(self.now, timer_command.fire_at)
