@@ -1,4 +1,5 @@
-"""The approvals inbox: every pending approval a person may decide, with what is being decided on."""
+"""The approvals inbox: every pending approval a person may decide, with what is being decided on, and every reply
+request they may answer, with the iteration's output and the replies so far."""
 
 from __future__ import annotations
 
@@ -6,8 +7,36 @@ import json
 from dataclasses import dataclass
 
 from forge.runs.compiled import run_workflow
-from forge.runs.models import Approval, RunEvent, StepResult
-from forge.runs.selectors import approvals_for_user
+from forge.runs.models import Approval, Run, RunEvent, StepResult
+from forge.runs.selectors import approvals_for_user, replies_so_far
+from forge.runs.sentences import repliers
+
+
+@dataclass(frozen=True)
+class ReplyAsk:
+    """What a reply request's card shows beside its message (spec section 9's reply gate)."""
+
+    approval: Approval
+    of: int  # the loop's max_iterations: "iteration k of N"
+    replies: list[Approval]  # the step's answered requests, by iteration (reply, decided_by, decided_at)
+    who: str  # who may answer, in words
+
+    @property
+    def iteration(self) -> int:
+        return self.approval.iteration
+
+
+def reply_ask(approval: Approval, run: Run | None = None) -> ReplyAsk | None:
+    """The card's facts for a reply request (None for any other kind)."""
+    if approval.kind != Approval.REPLY:
+        return None
+    run = run or approval.run
+    spec = run_workflow(run).by_id.get(approval.step)
+    loop = spec.model.loop if spec is not None else None
+    starter = run.started_by.get_username() if run.started_by_id else ""
+    who = repliers(approval.approvers) + (f", or the person who started the run ({starter})" if starter else "")
+    return ReplyAsk(approval=approval, of=getattr(loop, "max_iterations", None) or 0,
+                    replies=replies_so_far(run, approval.step), who=who)
 
 
 @dataclass(frozen=True)
@@ -15,12 +44,16 @@ class InboxItem:
     approval: Approval
     upstream: list[tuple[str, str]]  # (step, its outputs as JSON) of the steps it depends on
     hold: str  # for a governance hold: the gate and its message
+    ask: ReplyAsk | None = None  # for a reply request
 
 
 def inbox_for_user(user) -> list[InboxItem]:
     items = []
     for approval in approvals_for_user(user):
         run = approval.run
+        if approval.kind == Approval.REPLY:  # what it answers is the iteration's output, not the upstream's
+            items.append(InboxItem(approval, [], "", reply_ask(approval, run)))
+            continue
         deps = run_workflow(run).by_id[approval.step].deps
         outputs = dict(StepResult.objects.filter(run=run, step__in=deps).values_list("step", "outputs"))
         upstream = [(dep, json.dumps(outputs.get(dep), ensure_ascii=False, sort_keys=True)) for dep in deps]

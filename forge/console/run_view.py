@@ -11,6 +11,7 @@ from django.db.models import Max
 
 from engine.interpreter.state import StepStatus
 from engine.money import money_text
+from forge.console.loop_count import loop_of
 from forge.console.restart_plan import carried_steps
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run, RunEvent, StepResult
@@ -40,19 +41,22 @@ class Node:
     carried: bool = False
     name: str = ""  # the step's `name`, shown beside its id
     phase: str = ""
+    loop: dict[str, Any] | None = None  # a loop step's flavour and bound (forge/console/loop_count.py)
+    iteration: int = 0  # a loop step's calls or iterations so far
 
     def to_json(self) -> dict[str, Any]:
         """What the page's script needs of a node (the table carries the rest)."""
         return {"id": self.id, "kind": self.kind, "deps": self.deps, "status": self.status, "wait": self.wait,
                 "attempt": self.attempt, "child_run": self.child_run, "error_code": self.error_code,
-                "word": self.word, "name": self.name}
+                "word": self.word, "name": self.name, "loop": self.loop, "iteration": self.iteration}
 
     def live_fields(self) -> dict[str, Any]:
         """What a step event carries of the step (forge/runtime/step_events.py), read from its row: the
         websocket's snapshot sends these."""
         return {"status": self.status, "wait": self.wait, "attempt": self.attempt, "error": self.error,
                 "error_code": self.error_code, "why": self.why, "word": self.word, "cost": self.cost,
-                "cost_text": self.cost_text, "tokens": self.tokens, "started_at": _iso(self.started_at), "finished_at": _iso(self.finished_at)}
+                "cost_text": self.cost_text, "tokens": self.tokens, "started_at": _iso(self.started_at), "finished_at": _iso(self.finished_at),
+                "iteration": self.iteration}
 
     @property
     def word(self) -> str:
@@ -111,12 +115,14 @@ def run_view(run: Run) -> RunView:
     nodes = []
     for spec in workflow.steps:
         node = Node(id=spec.id, kind=spec.kind, deps=tuple(spec.deps), child_run=children.get(spec.id),
-                    carried=spec.id in carried, name=spec.model.name or "", phase=spec.model.phase or "")
+                    carried=spec.id in carried, name=spec.model.name or "", phase=spec.model.phase or "",
+                    loop=loop_of(spec.model.loop))
         row = rows.get(spec.id)
         if row is not None:
             node.status, node.wait, node.attempt = row.status, row.wait, row.attempt
             node.cost, node.tokens, node.error, node.error_code = row.cost, row.tokens, row.error, row.error_code
             node.started_at, node.finished_at = row.started_at, row.finished_at
+            node.iteration = row.iteration or 0
             if row.started_at and row.finished_at:
                 node.seconds = (row.finished_at - row.started_at).total_seconds()
         nodes.append(node)

@@ -1,18 +1,58 @@
 """One step of a run, in full: its attempts (timings, error, governance decisions), what it was given, what it
-returned, and its approval. Read from the step's row, its RunEvents and its approval rows."""
+returned, its approval, and a loop step's calls (spec section 9). Read from the step's row, its RunEvents, its
+approval rows and the run's state (the calls' history)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from engine.interpreter.state import StepStatus
 from forge.console.attempts import StepTimes, step_times
+from forge.console.loop_count import loop_count
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run, StepOutput, StepResult
 from forge.runs.selectors import step_iterations
 from forge.runs.sentences import status_class, status_word
+from forge.runtime.bridge import to_datetime
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of a loop step, named as seed 002 names it (`review`, `review_fix_1`, `review_2`; `ask_iter_1`)."""
+
+    name: str
+    kind: str  # iteration, review or fix
+    iteration: int  # an iterate loop's iteration; a review loop's call number
+    cycle: int | None  # a review loop's fix cycle
+    attempt: int
+    agent: str
+    command: str  # as rendered (a shell step's refers to its values as $FORGE_Vn)
+    values: list[tuple[str, str]]  # a shell step's FORGE_Vn and the value each holds
+    stdout: str
+    outputs: str  # as JSON
+    verdict: str | None  # a review's
+    reply: str | None  # the answer that followed an iteration (a reply gate's)
+    reply_by: str
+    reply_at: datetime | None
+    seconds: float | None
+    cost: float
+    tokens: int
+
+
+def _call(entry: dict[str, Any]) -> Call:
+    started, finished = entry.get("started_at"), entry.get("finished_at")
+    env = entry.get("env") or {}
+    return Call(name=str(entry.get("name", "")), kind=str(entry.get("kind", "iteration")),
+                iteration=entry.get("iteration") or 0, cycle=entry.get("cycle"), attempt=entry.get("attempt") or 0,
+                agent=entry.get("agent") or "", command=entry.get("command") or "",
+                values=sorted(env.items(), key=lambda kv: (len(kv[0]), kv[0])), stdout=entry.get("stdout") or "",
+                outputs=_json(entry.get("outputs")), verdict=entry.get("verdict"), reply=entry.get("reply"),
+                reply_by=entry.get("reply_by") or "", reply_at=to_datetime(entry.get("reply_at")),
+                seconds=finished - started if started is not None and finished is not None else None,
+                cost=entry.get("cost") or 0.0, tokens=entry.get("tokens") or 0)
 
 
 @dataclass
@@ -24,7 +64,8 @@ class StepPanel:
     outputs: str
     approvals: list[Approval]
     printed: StepOutput | None  # the current attempt's output so far (a shell step), with its stderr
-    iterations: list[dict[str, Any]]  # a loop step's, each with its outputs as JSON
+    calls: list[Call]  # a loop step's, in order
+    loop_count: str  # "iteration 3 of 8", "cycle 1 of 2": where a loop step is
 
     @property
     def running(self) -> bool:
@@ -48,12 +89,15 @@ def step_panel(run: Run, step: str) -> StepPanel | None:
     row = StepResult.objects.filter(run=run, step=step).first()
     if row is None:
         return None
-    approvals = list(Approval.objects.filter(run=run, step=step).select_related("decided_by").order_by("id"))
+    # A reply request's answer is shown with the call it followed (the calls' list), not among the decisions.
+    approvals = list(Approval.objects.filter(run=run, step=step).exclude(kind=Approval.REPLY)
+                     .select_related("decided_by").order_by("id"))
     printed = StepOutput.objects.filter(run=run, step=step, attempt=row.attempt).first()
     spec = run_workflow(run).by_id.get(step)
-    iterations = []
+    calls, count = [], ""
     if spec is not None and spec.model.loop is not None and row.iteration:
-        iterations = [{**item, "outputs": _json(item.get("outputs"))} for item in step_iterations(run, step)]
+        calls = [_call(entry) for entry in step_iterations(run, step)]
+        count = loop_count(spec.model.loop, row.iteration)
     return StepPanel(run=run, row=row, times=step_times(run, step),
                      given=_json(row.dispatch), outputs=_json(row.outputs), approvals=approvals, printed=printed,
-                     iterations=iterations)
+                     calls=calls, loop_count=count)

@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path
 
 from forge.console.views import actions, audit, live, pages, run_panes, runs, workflows
-from forge.console.views import decisions, kill_switch
+from forge.console.views import decisions, kill_switch, replies
 
 app_name = "console"
 
@@ -27,6 +27,7 @@ urlpatterns = [
     path("runs/<int:run_id>/cancel/", actions.run_cancel, name="cancel"),
     path("runs/<int:run_id>/restart/", actions.run_restart, name="restart"),
     path("approvals/<int:approval_id>/decide/", actions.approval_decide, name="decide"),
+    path("approvals/<int:approval_id>/reply/", replies.reply_give, name="reply"),
     path("layouts/<str:content_hash>/", workflows.layout_keep, name="layout"),
     path("live/status/", live.live_status, name="live_status"),
     path("killswitch/", kill_switch.kill_switch, name="kill_switch"),

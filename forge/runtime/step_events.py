@@ -25,7 +25,8 @@ def step_data(command: cmd.StepChanged, state) -> dict:
     del data["type"], data["step"]
     data.update(started_at=_iso(st.started_at),
                 finished_at=_iso(st.finished_at) if command.status in StepStatus.TERMINAL else None,
-                cost=st.cost, cost_text=money_text(st.cost), tokens=st.tokens)
+                cost=st.cost, cost_text=money_text(st.cost), tokens=st.tokens,
+                iteration=st.iteration)  # a loop step's count, which the graph's node shows live
     return data
 
 

@@ -8,17 +8,19 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
 
+from forge.console.inbox import ReplyAsk, reply_ask
 from forge.console.views.pages import require_view
 from forge.runs.models import Approval
 from forge.runs.selectors import may_decide, runs_for_user
 
 
-def decisions_for(user, run) -> list[tuple[Approval, str | None]]:
-    """(approval, why `user` may not decide it or None) for each pending approval of `run`, oldest first."""
+def decisions_for(user, run) -> list[tuple[Approval, str | None, ReplyAsk | None]]:
+    """(approval, why `user` may not decide or answer it or None, a reply request's card facts or None) for each
+    pending approval and reply request of `run`, oldest first."""
     pending = list(Approval.objects.filter(run=run, status=Approval.PENDING).order_by("id"))
     for approval in pending:
         approval.run = run  # may_decide reads who started it: the run in hand, not a query per card
-    return [(approval, may_decide(user, approval)) for approval in pending]
+    return [(approval, may_decide(user, approval), reply_ask(approval, run)) for approval in pending]
 
 
 @login_required

@@ -66,6 +66,7 @@ CASES = {
     "cancel": Case(form={"reason": "not needed"}),
     "restart": Case(query=("step",), form={"step": "prepare", "plan": ""}),
     "decide": Case(form={"decision": "approve", "comment": "fine", "next": "/approvals/"}),
+    "reply": Case(form={"text": "go on", "place": "inbox", "next": "/approvals/"}),
     "layout": Case(json=True),
     "live_status": Case(),
     "kill_switch": Case(form={"engaged": "on", "reason": "incident 42"}),

@@ -109,6 +109,7 @@
         Object.assign(node, { status: d.status, attempt: d.attempt, wait: d.wait, error: d.error, error_code: d.error_code,
                               why: d.why, word: d.word, started_at: d.started_at, finished_at: d.finished_at,
                               cost: d.cost, cost_text: d.cost_text, tokens: d.tokens });
+        if (typeof d.iteration === "number") node.iteration = d.iteration; // a loop's count, on the graph's node
         touched.add(node.id);
         if (live.runStatus === "pending") showRun("running"); // a step moved: the run has started
         // A step that ended changes what the steps after it wait for: the event says their new sentences.
@@ -204,8 +205,18 @@
     unlabelled.clear();
   }
 
+  // Where a loop step is, worded as forge/console/loop_count.py words it: the fix cycle (0 in the first review) of a
+  // reviewer/fix loop, whose calls are review, fix, review...; an iterate loop's iteration.
+  function loopCount(n) {
+    if (!n.loop || !n.iteration) return "";
+    return n.loop.review ? "cycle " + Math.floor(n.iteration / 2) + " of " + n.loop.max : "iteration " + n.iteration + " of " + n.loop.max;
+  }
+  live.loopCount = (id) => loopCount(nodes.get(id));
+
   function label(n) {
-    return n.id + "\n" + (n.word || n.status) + (n.attempt > 1 ? " ×" + n.attempt : "") + (n.child_run ? "\n→ run " + n.child_run : "");
+    const count = loopCount(n);
+    return n.id + "\n" + (n.word || n.status) + (n.attempt > 1 ? " ×" + n.attempt : "") + (count ? "\n" + count : "")
+      + (n.child_run ? "\n→ run " + n.child_run : "");
   }
 
   function showPath(cy) {
