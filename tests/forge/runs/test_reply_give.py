@@ -120,7 +120,7 @@ class TestAnswering:
         calls = step_iterations(run, "ask")
         assert [(c["name"], c["outputs"], c.get("reply")) for c in calls] == [
             ("ask_iter_1", {"question": "deadline"}, "Friday noon"), ("ask_iter_2", {"question": "sign_off"}, None)]
-        assert calls[1]["command"] == "question 2 after ['Friday noon']"
+        assert calls[1]["command"] == 'question 2 after ["Friday noon"]'
         second = pending(run)
         assert (second.iteration, second.output) == (2, "Who signs it off?")
         history = run_report(run)["steps"]["ask"]
@@ -341,3 +341,11 @@ class TestCommandLine:
         assert code == 2
         assert "needs some text" in err
         assert not StepResult.objects.exists()
+
+    def test_forge_run_deciding_a_reply_request_exits_2(self, tmp_path):
+        path = tmp_path / "interview.yaml"
+        path.write_text(INTERVIEW, encoding="utf-8")
+        code, _, err = TestCommandLine.forge(self, "run", str(path), "--wait", "--decide", "ask=approve")
+        assert code == 2
+        assert "asks for a reply, not a decision" in err
+        assert Approval.objects.get(kind="reply").status == Approval.PENDING

@@ -159,9 +159,11 @@ class Command(BaseCommand):
             raise services.ServiceError(f"--decide {bad[0]}: the decision must be one of {', '.join(DECISIONS)}")
         steps = new_run_workflow(version)[0].by_id if replies else {}
         for step in replies:
-            if step not in steps:
+            loop = steps[step].model.loop if step in steps else None
+            if loop is None or loop.gate != "reply":
                 # As the local runner: a reply for a step that never asks is ignored.
-                self.stderr.write(f"forge: note: --reply {step}=... is ignored: the workflow has no step {step!r}")
+                self.stderr.write(f"forge: note: --reply {step}=... is ignored: the workflow has no step {step!r} "
+                                  "with a reply gate")
         run = services.run_start(user=self.user, version=version, args=pairs(options["arg"], "--arg"),
                                  args_from_text=True)
         self.stderr.write(f"run {run.pk} of {version} started")
@@ -228,6 +230,11 @@ class Command(BaseCommand):
             if run.finished:
                 return run
             for approval in Approval.objects.filter(run=run, status=Approval.PENDING).exclude(pk__in=answered):
+                if approval.kind == Approval.REPLY and approval.step in decisions:
+                    # As the local runner: a decision does not answer a reply request.
+                    raise UsageError(f"--decide {approval.step}={decisions[approval.step]}: step "
+                                     f"{approval.step!r} asks for a reply, not a decision; give --reply "
+                                     f"{approval.step}=TEXT")
                 if not answerable(approval):
                     continue
                 answered.add(approval.pk)
