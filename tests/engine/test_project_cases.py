@@ -71,3 +71,25 @@ def test_run_cases_use_only_what_the_cluster_can_replay(name):
     assert len(argv) % 2 == 0
     for flag, value in zip(argv[::2], argv[1::2]):
         assert flag in {"--arg", "--decide", "--reply"} and "=" in value
+
+
+# -- what a case cannot read: the runner's notes on stderr -----------------------------------------------------
+
+def run_cli(name: str, *argv: str):
+    import subprocess
+    return subprocess.run([sys.executable, "-m", "engine", "run", str(CASES / f"{name}.yaml"), "--json", "--fast",
+                           *argv], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_an_ignored_reply_is_noted_on_stderr_without_its_text():
+    done = run_cli("run_reply_unknown_step_ignored", "--reply", "ghost=my secret answer")
+    assert done.returncode == 0 and json.loads(done.stdout)["status"] == "completed"
+    assert "ghost" in done.stderr and "ignored" in done.stderr
+    assert "my secret answer" not in done.stderr
+
+
+@pytest.mark.parametrize("argv", [["--reply", "no_equals_sign"], ["--reply", "=text without a step"]])
+def test_a_reply_that_names_no_step_is_invalid_input(argv):
+    done = run_cli("run_reply_gate_paused", *argv)
+    assert done.returncode == 2
+    assert "error" in json.loads(done.stdout) and "--reply" in done.stderr
