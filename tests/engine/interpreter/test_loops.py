@@ -178,8 +178,38 @@ def test_replies_accumulate_in_order_and_the_step_completes_when_until_holds():
     assert (st.status, st.outputs, st.iteration) == ("completed", {"final": True}, 3)
     assert [h["name"] for h in st.history] == ["ask_iter_1", "ask_iter_2", "ask_iter_3"]
     assert [h.get("reply") for h in st.history] == ["one", "two", None]
-    assert [a["status"] for a in driver.machine.state.approvals] == ["answered", "answered"]
+    assert [(a["status"], a["iteration"]) for a in driver.machine.state.approvals] == [
+        ("answered", 1), ("answered", 2)]
     assert dispatched(commands) == ["publish"]
+
+
+def test_a_reply_record_says_when_it_was_asked_and_answered():
+    driver = started(GATED)
+    driver.now = 1005.0
+    driver.ok("ask", stdout="draft one")
+    driver.now = 1300.0
+    driver.reply("ask", "go", by="carol")
+    record = driver.machine.state.approvals[0]
+    assert (record["requested_at"], record["decided_at"], record["attempt"]) == (1005.0, 1300.0, 1)
+    assert driver.step("ask").history[0]["reply_at"] == 1300.0
+
+
+def test_a_reply_message_that_does_not_resolve_fails_the_step_with_template_error():
+    driver = started("""
+        name: bad_message
+        steps:
+          - {id: before, agent: writer, command: x}
+          - id: ask
+            agent: writer
+            command: go
+            depends_on: [before]
+            approval_message: "Was ${before.outputs.missing} fine?"
+            loop: {max_iterations: 3, until: "output == 'x'", gate: reply}
+        """)
+    driver.ok("before", {"present": 1})
+    commands = driver.ok("ask", stdout="no")
+    assert of(commands, RequestApproval) == []
+    assert (driver.status("ask"), driver.step("ask").error_code) == ("failed", "template_error")
 
 
 def test_a_reply_is_data_never_rendered_again():
