@@ -26,6 +26,7 @@ from engine.runner import DecisionMismatch, LocalRunner, log_command
 from engine.validation import Report, load_workflow, validate_source
 from engine.terminal import (
     EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run, print_validation,
+    replies,
 )
 from engine.yamlload import YamlLoadError, load
 
@@ -47,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--arg", action="append", default=[], metavar="K=V", help="a run argument")
     run.add_argument("--decide", action="append", default=[], metavar="STEP=DECISION",
                      help="answer STEP's approval: approve, reject, retry, skip or abort")
+    run.add_argument("--reply", action="append", default=[], metavar="STEP=TEXT",
+                     help="answer STEP's reply gate; repeat for each iteration, in order")
     run.add_argument("--fast", action="store_true", help="virtual time: delays, backoff and timeouts do not sleep")
     run.add_argument("--concurrency", type=int, default=16, metavar="N", help="steps in flight at once (default 16)")
     run.add_argument("--timeout", type=float, default=3600.0, metavar="S", help="default step timeout in seconds")
@@ -147,6 +150,11 @@ def cmd_run(args) -> int:
                   f"{step!r}", file=sys.stderr)
         if decision not in DECISIONS:
             raise UsageError(f"--decide {step}={decision}: the decision must be one of {', '.join(DECISIONS)}")
+    answers = replies(args.reply)
+    for step in answers:
+        if step not in workflow.by_id or not _asks_for_replies(workflow.by_id[step]):
+            print(f"python -m engine: note: --reply {step}=... is ignored: the workflow has no step {step!r} with "
+                  "a reply gate", file=sys.stderr)
     try:
         run_args = resolve_args(workflow.document, raw_args, from_text=True)
     except ArgumentsInvalid as exc:
@@ -163,7 +171,7 @@ def cmd_run(args) -> int:
         sandbox = sandbox_from_environ(network=args.shell_network)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    runner = LocalRunner(workflow, args=run_args, decisions=decisions, fast=args.fast,
+    runner = LocalRunner(workflow, args=run_args, decisions=decisions, replies=answers, fast=args.fast,
                          base_dir=Path(args.file).resolve().parent, library=library, options=options,
                          on_command=None if args.quiet else log_command, sandbox=sandbox)
     try:
@@ -176,9 +184,18 @@ def cmd_run(args) -> int:
     else:
         print_run(result)
         for approval in runner.interpreter.pending_approvals:
+            if approval["kind"] == "reply":
+                print(f"waiting for a reply on {approval['step']}: {approval['message']}\n"
+                      f"  answer with --reply {approval['step']}=TEXT")
+                continue
             print(f"waiting for a decision on {approval['step']} ({approval['kind']}): {approval['message']}\n"
                   f"  answer with --decide {approval['step']}={'|'.join(approval['options'])}")
     return {"completed": EXIT_OK, "paused": EXIT_PAUSED}.get(outcome.status, EXIT_FAILED)
+
+
+def _asks_for_replies(spec) -> bool:
+    loop = spec.model.loop
+    return loop is not None and loop.gate == "reply"
 
 
 def _check_workflow_refs(path: Path, workflow, library) -> Problem | None:

@@ -32,6 +32,8 @@ def report(outcome: RunOutcome) -> dict[str, Any]:
             "status": st.status, "attempts": st.attempt, "outputs": st.outputs if st.outputs is not None else {},
             "stdout": st.stdout or "", "error": st.error, "error_code": st.error_code, "iterations": st.iteration,
         }
+        if spec.model.loop is not None:
+            steps[spec.id]["history"] = [call["name"] for call in st.history]
     approvals = [{"step": a["step"], "kind": a["kind"], "status": a["status"], "decision": a["decision"]}
                  for a in state.approvals]
     return {"status": outcome.status, "error": state.error, "layers": workflow.layers(),

@@ -48,6 +48,7 @@ class LocalRunner:
         args: run arguments, already resolved.
         decisions: step id -> approve/reject/retry/skip/abort, applied when
             that step's approval is requested.
+        replies: step id -> answers to its reply gate, used in order (the lists are consumed).
         fast: virtual time.
         base_dir: where `workflow_ref: NAME` finds NAME.yaml.
         library: the step library for sub-workflows.
@@ -59,13 +60,15 @@ class LocalRunner:
     """
 
     def __init__(self, workflow: Workflow, *, args: Mapping[str, Any] | None = None,
-                 decisions: Mapping[str, str] | None = None, fast: bool = False, base_dir: Path | None = None,
+                 decisions: Mapping[str, str] | None = None, replies: dict[str, list[str]] | None = None,
+                 fast: bool = False, base_dir: Path | None = None,
                  library: Mapping[str, Mapping] | None = None, options: Options | None = None,
                  on_command: Callable[[Any], None] | None = None, start_at: float | None = None,
                  workdir: str | None = None, depth: int = 0, record: list | None = None,
                  run_id: str | None = None, state: RunState | None = None, sandbox: Sandbox | None = None):
         self.workflow = workflow
         self.decisions = dict(decisions or {})
+        self.replies = replies if replies is not None else {}
         self.fast = fast
         self.base_dir = base_dir or Path.cwd()
         self.library = library
@@ -207,6 +210,9 @@ class LocalRunner:
         self._feed(result.event(request, self.now))
 
     def _request_approval(self, command: cmd.RequestApproval) -> None:
+        if command.kind == "reply":
+            self._reply(command)
+            return
         decision = self.decisions.get(command.step)
         if decision is None:
             return
@@ -214,6 +220,14 @@ class LocalRunner:
             raise DecisionMismatch(f"--decide {command.step}={decision} does not answer the {command.kind} "
                                    f"requested for {command.step!r}; choose one of {', '.join(command.options)}")
         self._immediate.append(ev.ApprovalDecided(command.step, decision, by="local runner", at=self.now))
+
+    def _reply(self, command: cmd.RequestApproval) -> None:
+        answers = self.replies.get(command.step)
+        if answers:
+            self._immediate.append(ev.ReplyGiven(command.step, answers.pop(0), by="local runner", at=self.now))
+        elif command.step in self.decisions:
+            raise DecisionMismatch(f"--decide {command.step}={self.decisions[command.step]} does not answer the reply "
+                                   f"requested for {command.step!r}; answer it with --reply {command.step}=TEXT")
 
     def _schedule(self, command: cmd.ScheduleTimer) -> None:
         self._push(command.fire_at, ev.TimerFired(command.timer, at=command.fire_at))
@@ -241,7 +255,7 @@ class LocalRunner:
         except (WorkflowInvalid, ArgumentsInvalid) as exc:
             failed(f"{command.workflow}: {exc}")
             return
-        runner = LocalRunner(child, args=args, decisions=self.decisions, fast=self.fast, base_dir=self.base_dir,
+        runner = LocalRunner(child, args=args, decisions=self.decisions, replies=self.replies, fast=self.fast, base_dir=self.base_dir,
                              library=self.library, options=self.options, start_at=self.now, workdir=self.workdir,
                              depth=self.depth + 1, sandbox=self.sandbox)
         outcome = runner.run()

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from engine.expressions import MISSING, ExpressionError, Path, Scope, parse_path
+from engine.loop_checks import LOOP_VALUES
 from engine.shellslots import Slot, reference
 from engine.shellwords import scan
 
@@ -106,7 +107,10 @@ class Template:
 def _resolve(scope: Scope, path: Path) -> Any:
     value = scope.resolve(path.dollar, path.segments)
     if value is MISSING:
-        raise TemplateError(f"${{{path.text()}}} does not resolve")
+        hint = ""
+        if not path.dollar and len(path.segments) == 1 and path.segments[0] in LOOP_VALUES:
+            hint = f" (a loop step's own values are written ${{loop.{path.segments[0]}}})"
+        raise TemplateError(f"${{{path.text()}}} does not resolve{hint}")
     return value
 
 

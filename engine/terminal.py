@@ -6,6 +6,7 @@ same way; this module holds that without the local runner.
 
 from __future__ import annotations
 
+from engine.interpreter.loops import reply_problem
 from engine.interpreter.state import StepStatus
 from engine.interpreter.triggers import UPSTREAM_FAILED
 from engine.validation import Report
@@ -25,6 +26,20 @@ def pairs(items: list[str], flag: str) -> dict[str, str]:
             raise UsageError(f"{flag} {item!r}: expected KEY=VALUE")
         pairs[key] = value
     return pairs
+
+
+def replies(items: list[str], flag: str = "--reply") -> dict[str, list[str]]:
+    """`STEP=TEXT` answers to reply gates, in the order given for each step (spec section 9)."""
+    found: dict[str, list[str]] = {}
+    for item in items:
+        step, sep, text = item.partition("=")
+        if not sep or not step:
+            raise UsageError(f"{flag} {item!r}: expected STEP=TEXT")
+        problem = reply_problem(text)
+        if problem:
+            raise UsageError(f"{flag} {step}=...: {problem}")
+        found.setdefault(step, []).append(text)
+    return found
 
 
 def print_problems(path: str, report_: Report, write=print) -> None:

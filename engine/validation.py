@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from engine.expressions import RESERVED_ROOTS, ExpressionError, Path, parse, parse_path, paths
 from engine.graph import CycleError, Graph
+from engine.loop_checks import LOOP_VALUES, check_loop, check_mock
 from engine.model import RETRYING_POLICIES, STEP_FIELDS, Document, Step
 from engine.problems import Problem, WorkflowInvalid
 from engine.templates import parse_template
@@ -34,6 +35,7 @@ _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 CRITERIA_LOCALS = frozenset({"outputs"})
 UNTIL_LOCALS = frozenset({"output", "outputs", "iteration", "previous_output"})
 DOCUMENT_FIELDS = frozenset(Document.model_fields)
+TEMPLATED = frozenset({"command", "approval_message"})
 
 
 @dataclass
@@ -112,6 +114,8 @@ class _StepCheck:
     until: Any = None
     command: Any = None
     approval_message: Any = None
+    fix_command: Any = None
+    re_review_command: Any = None
     stdin: Path | None = None
     inputs: list = field(default_factory=list)
     ref_args: dict = field(default_factory=dict)
@@ -247,6 +251,9 @@ class _Validator:
             if not isinstance(step_id, str) or not STEP_ID.fullmatch(step_id):
                 self.report("bad_step_id", f"step id {step_id!r} must match ^[a-z][a-z0-9_]{{0,63}}$ "
                             "(snake_case, at most 64 characters)", path, check)
+            elif step_id == "loop":  # spec 9 (the other reserved roots came before this rule and stay allowed)
+                self.report("bad_step_id", "step id 'loop' is reserved: `loop.…` names a loop step's values in "
+                            "templates", path, check)
             elif step_id in self.ids:
                 line = self.loaded.position(("steps", self.ids[step_id], "id"))[0]
                 self.report("duplicate_step_id", f"step id {step_id!r} is already used (line {line})", path, check)
@@ -285,6 +292,8 @@ class _Validator:
             ("a sub-workflow", raw.get("workflow_ref") is not None),
             ("an agent step", raw.get("agent") is not None or raw.get("command") is not None),
         ) if present]
+        check_loop(self, check)
+        check_mock(self, check)
         if len(kinds) > 1:
             self.report("conflicting_step_kind", f"a step can be only one of: {', '.join(kinds)}", base, check)
         elif not kinds or kinds == ["an agent step"]:
@@ -338,10 +347,16 @@ class _Validator:
         for key in ("command", "approval_message"):
             if isinstance(raw.get(key), str):
                 setattr(check, key, self.template(check, raw[key], base + (key,)))
-        if check.command is not None and raw.get("agent") in self.shell_agents:
-            for slot in check.command.shell_slots():
-                if slot.problem:
-                    self.report("expression_error", slot.problem, base + ("command",), check)
+        self.shell_slots(check, check.command, raw.get("agent"), base + ("command",))
+        fix = loop.get("on_request_changes") if isinstance(loop, dict) else None
+        if isinstance(fix, dict):
+            fix_agent = fix.get("fix_agent") if fix.get("fix_agent") is not None else raw.get("agent")
+            for key, agent in (("fix_command", fix_agent), ("re_review_command", raw.get("agent"))):
+                if isinstance(fix.get(key), str):
+                    where = base + ("loop", "on_request_changes", key)
+                    template = self.template(check, fix[key], where)
+                    setattr(check, key, template)
+                    self.shell_slots(check, template, agent, where)
         ref = raw.get("workflow_ref")
         if isinstance(ref, dict) and isinstance(ref.get("args"), dict):
             for name, value in ref["args"].items():
@@ -352,6 +367,13 @@ class _Validator:
             declared = ", ".join(document.phases) or "none"
             self.report("unknown_phase", f"phase {phase!r} is not declared under `phases` (declared: "
                         f"{declared})", base + ("phase",), check)
+
+    def shell_slots(self, check: _StepCheck, template, agent, where: tuple) -> None:
+        """A placeholder where a shell command would parse its value again (spec section 6)."""
+        if template is not None and agent in self.shell_agents:
+            for slot in template.shell_slots():
+                if slot.problem:
+                    self.report("expression_error", slot.problem, where, check)
 
     def path_field(self, check: _StepCheck, text: str, where: tuple, what: str, dollar: bool = False):
         try:
@@ -389,6 +411,9 @@ class _Validator:
 
     def reference(self, check: _StepCheck, path: Path, where: tuple, local: frozenset, own_id=None) -> None:
         root = path.segments[0]
+        if not path.dollar and root == "loop":
+            self.loop_path(check, path, where)
+            return
         if not path.dollar and (root in local or root in RESERVED_ROOTS):
             return
         if path.dollar or root in self.ids or (len(path.segments) >= 2 and path.segments[1] == "outputs"):
@@ -397,6 +422,19 @@ class _Validator:
                             f"step of this workflow{self.suggest(root, self.ids)}", where, check)
             elif root != own_id or not local:
                 check.refs.append(root)
+
+    def loop_path(self, check: _StepCheck, path: Path, where: tuple) -> None:
+        """`loop.…` reads a loop step's values, in its templates and its `until` only (spec section 9)."""
+        in_loop = isinstance(check.raw.get("loop"), dict) and (
+            where[2] in TEMPLATED or where[2:4] == ("loop", "until") or where[2:4] == ("loop", "on_request_changes"))
+        if not in_loop:
+            place = "a step without `loop`" if not isinstance(check.raw.get("loop"), dict) else f"`{where[2]}`"
+            self.report("loop_path_outside_loop", f"{path.text()} has no value in {place}: the loop's values "
+                        "are in a loop step's command, approval_message, fix and re-review commands and "
+                        "until only", where, check)
+        elif len(path.segments) < 2 or path.segments[1] not in LOOP_VALUES:
+            self.report("unknown_reference", f"{path.text()} is not a value of the loop; it has "
+                        f"{', '.join(f'loop.{name}' for name in sorted(LOOP_VALUES))}", where, check)
 
     def check_graph(self) -> None:
         owners = [c for c in self.steps if isinstance(c.raw.get("id"), str) and self.ids.get(c.raw["id"]) == c.index]
@@ -445,7 +483,8 @@ class _Validator:
             specs.append(StepSpec(
                 id=model.id, index=check.index, model=model, deps=refs, condition=check.condition,
                 criteria=tuple(check.criteria), until=check.until, command=check.command,
-                approval_message=check.approval_message, stdin=check.stdin, inputs=inputs,
+                approval_message=check.approval_message, fix_command=check.fix_command,
+                re_review_command=check.re_review_command, stdin=check.stdin, inputs=inputs,
                 ref_args=check.ref_args, policy=failure_policy(model)))
         unresolved = [s.id for s in specs if s.model.library_step is not None and self.library is None]
         return Workflow(document, specs, self.source, unresolved_library=unresolved)

@@ -73,6 +73,8 @@ class StepSpec:
     until: Node | None = None
     command: Template | None = None
     approval_message: Template | None = None
+    fix_command: Template | None = None  # a review cycle's fix (loop.on_request_changes)
+    re_review_command: Template | None = None
     stdin: Path | None = None
     inputs: tuple[InputBinding, ...] = ()
     ref_args: dict[str, Any] = field(default_factory=dict)  # name -> Template or plain value

@@ -28,15 +28,21 @@ def plan(request: StepRequest) -> MockOutcome:
     if mock.timeout:
         return MockOutcome(mock.delay_s, None)
     usage = {"tokens": mock.tokens or 0, "cost": mock.cost or 0.0}
-    if request.call <= mock.fail_times:
+    answer = mock  # what this call returns: the block itself, or the sequence's item for this call
+    if mock.sequence:
+        answer = mock.sequence[min(request.call, len(mock.sequence)) - 1]
+        if answer.error is not None:
+            return MockOutcome(mock.delay_s, StepResult(ok=False, error=answer.error, error_code="agent_error",
+                                                        **usage))
+    elif request.call <= mock.fail_times:
         message = mock.error or f"mock failure (call {request.call} of {mock.fail_times} set to fail)"
         return MockOutcome(mock.delay_s, StepResult(ok=False, error=message, error_code="agent_error", **usage))
-    if mock.outputs is not None:
-        outputs = dict(mock.outputs)
+    if answer.outputs is not None:
+        outputs = dict(answer.outputs)
     else:
         outputs = {name: default_value(schema.type) for name, schema in request.spec.outputs.items()}
-    if mock.stdout is not None:
-        stdout = mock.stdout
+    if answer.stdout is not None:
+        stdout = answer.stdout
     else:
         stdout = json.dumps(outputs, ensure_ascii=False) if outputs else "{}"
     return MockOutcome(mock.delay_s, StepResult(ok=True, outputs=outputs, stdout=stdout, **usage))

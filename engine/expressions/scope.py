@@ -23,7 +23,7 @@ class _Missing:
 MISSING: Any = _Missing()
 """A path that does not resolve (an expression reads it as null; a template fails on it)."""
 
-RESERVED_ROOTS = frozenset({"vars", "args", "run"})
+RESERVED_ROOTS = frozenset({"vars", "args", "run", "loop"})
 
 
 class Scope:
@@ -38,7 +38,7 @@ class Scope:
         args: the run's arguments.
         run: run facts (`id`, `started_at`).
         local: names that win over everything else in this context
-            (`outputs` in success criteria, `output` in `loop.until`, ...).
+            (`outputs` in success criteria, `output` in `loop.until`, `loop` in a loop step's templates).
     """
 
     __slots__ = ("step_ids", "outputs", "stdout", "variables", "args", "run", "local")
@@ -73,6 +73,8 @@ class Scope:
             return walk(self.args, rest)
         if root == "run":
             return walk(self.run, rest)
+        if root == "loop":
+            return MISSING  # only a loop step's calls have it (as a local), never a variable of that name
         if root in self.step_ids:
             return self._step(root, rest)
         if root in self.variables:

@@ -8,6 +8,10 @@ from typing import Any
 from engine.interpreter.messages import Message, from_json, registry
 
 
+class EventRejected(ValueError):
+    """An event that does not fit the run (a decision nobody asked for, a wrong option); nothing changed."""
+
+
 @dataclass(slots=True)
 class RunStarted(Message):
     at: float = 0.0

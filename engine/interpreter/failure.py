@@ -89,7 +89,7 @@ class FailureHandling:
                 continue
             if st.wait == Wait.ESCALATION or (st.attempt > 0 and st.wait in (Wait.RETRY, Wait.QUEUED)):
                 self._end_failed(j)
-            elif st.wait in (Wait.APPROVAL, Wait.HOLD, Wait.GATE_RETRY, Wait.REDISPATCH):
+            elif st.wait in (Wait.APPROVAL, Wait.REPLY, Wait.HOLD, Wait.GATE_RETRY, Wait.REDISPATCH):
                 self._stop(j, "run_halted", "the run halted")
 
     def _settle_when_idle(self) -> bool:
@@ -134,6 +134,7 @@ class FailureHandling:
                 self._out.append(cmd.CancelChild(self._ids[i], code))
             else:
                 self._out.append(cmd.CancelStep(self._ids[i], st.attempt, code))
+                self._close_call(i, message)
         self._expire_approvals(i)
         self._set(i, status, None, error=message, code=code)
 

@@ -16,9 +16,10 @@ from engine.expressions import EvaluationError, Scope
 from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
 from engine.interpreter import steps, triggers
+from engine.interpreter.events import EventRejected
 from engine.interpreter.failure import FailureHandling
+from engine.interpreter.loops import LoopHandling
 from engine.interpreter.state import Options, RunState, RunStatus, StepState, StepStatus, Wait
-from engine.outputs import coerce_outputs
 from engine.workflow import StepSpec, Workflow
 
 APPROVAL_OPTIONS = ("approve", "reject")
@@ -27,16 +28,12 @@ RUNNING, WAITING, PENDING = StepStatus.RUNNING, StepStatus.WAITING, StepStatus.P
 _READY_WAITS = (Wait.QUEUED, Wait.REDISPATCH)
 
 
-class EventRejected(ValueError):
-    """An event that does not fit the run (a decision nobody asked for, a wrong option); nothing changed."""
-
-
 def initial_variables(workflow: Workflow, args: dict[str, Any]) -> dict[str, Any]:
     """The document's variables overlaid by the run's arguments."""
     return {**workflow.document.variables, **args}
 
 
-class Interpreter(FailureHandling):
+class Interpreter(FailureHandling, LoopHandling):
     """Drives one run of one workflow.
 
     Args:
@@ -163,14 +160,14 @@ class Interpreter(FailureHandling):
         st.cost += event.cost
         st.stdout = event.stdout
         self._stdout[self._ids[i]] = event.stdout
+        entry = self._end_call(i, event)
         if not event.ok:
             timed_out = event.error_code == "timeout"
             self._fail(i, event.error_code or "agent_error", event.error or "the agent failed", timed_out)
             return
         outputs = event.outputs if isinstance(event.outputs, dict) else {}
-        spec = self._specs[i]
-        if spec.model.loop is not None:
-            self._loop_iteration_done(i, outputs, event.stdout)
+        if entry is not None:
+            self._loop_call_done(i, entry, outputs)
         else:
             self._complete_with(i, outputs)
 
@@ -203,6 +200,8 @@ class Interpreter(FailureHandling):
                            if a["step"] == event.step and a["status"] == "pending"), None)
         if record is None:
             raise EventRejected(f"step {event.step!r} has no pending approval")
+        if record["kind"] == "reply":
+            raise EventRejected(f"step {event.step!r} waits for a reply, not a decision: answer it with a reply")
         if event.decision not in record["options"]:
             raise EventRejected(f"{event.decision!r} does not answer a{'n' if record['kind'][0] in 'ae' else ''} "
                                 f"{record['kind']}; choose one of {', '.join(record['options'])}")
@@ -243,14 +242,17 @@ class Interpreter(FailureHandling):
         st.timer = None
         purpose = timer["purpose"]
         if purpose == "timeout" and st.status == RUNNING:
+            message = f"timed out after {_seconds(timer['seconds'])}"
             if st.wait == Wait.CHILD:
                 self._out.append(cmd.CancelChild(self._ids[i], "timeout"))
             else:
                 self._out.append(cmd.CancelStep(self._ids[i], st.attempt, "timeout"))
-            self._fail(i, "timeout", f"timed out after {_seconds(timer['seconds'])}", True)
+                self._close_call(i, message)
+            self._fail(i, "timeout", message, True)
         elif purpose == "approval_timeout" and st.status == WAITING:
+            what = "reply" if st.wait == Wait.REPLY else "decision"
             self._expire_approvals(i)
-            self._fail(i, "timeout", f"no decision within {_seconds(timer['seconds'])}", True)
+            self._fail(i, "timeout", f"no {what} within {_seconds(timer['seconds'])}", True)
         elif purpose == "retry" and st.wait == Wait.RETRY:
             self._launch(i)
         elif purpose == "gate_retry" and st.wait == Wait.GATE_RETRY:
@@ -369,19 +371,29 @@ class Interpreter(FailureHandling):
                 st.iteration = 1
         self._mark_started(i)
         self._set(i, RUNNING, None)
+        loop = spec.model.loop
+        template, agent, scope = spec.command, spec.model.agent or "", self._scope
+        if loop is not None:
+            kind, name, template, agent = self._loop_call(i)
+            scope = self._loop_scope(i, kind)
         try:
-            inputs, command, stdin, env = steps.dispatch_values(spec, self._scope, self.state.options.shell_agents)
+            inputs, command, stdin, env = steps.dispatch_values(spec, scope, self.state.options.shell_agents,
+                                                                template, agent)
         except steps.StepFailure as exc:
             self._fail(i, exc.code, str(exc), False)
             return
         timeout = spec.model.timeout_s or self.state.options.default_timeout_s
         previous = None
-        if spec.model.loop is not None and not spec.model.loop.fresh_context and st.history:
-            previous = st.history[-1]["stdout"]
+        if loop is not None:
+            if not loop.review and not loop.fresh_context:
+                previous = scope.local["loop"]["previous_output"] or None
+            self._begin_call(i, kind, name, agent, command, env)
         st.calls += 1
+        # calls of this agent (the mock's fail_times and sequence); a checkpoint older than the count: all calls
+        call = st.agent_calls[agent] = st.agent_calls.get(agent, 0 if st.agent_calls else st.calls - 1) + 1
         self._out.append(cmd.Dispatch(
-            step=self._ids[i], attempt=st.attempt, agent=spec.model.agent or "", command=command,
-            iteration=st.iteration, call=st.calls, stdin=stdin, inputs=inputs, timeout_s=timeout,
+            step=self._ids[i], attempt=st.attempt, agent=agent, command=command,
+            iteration=st.iteration, call=call, stdin=stdin, inputs=inputs, timeout_s=timeout,
             previous_output=previous, governance_approved=st.hold_approved, env=env))
         self._timer(i, timeout, "timeout")
 
@@ -445,27 +457,6 @@ class Interpreter(FailureHandling):
         self._out.append(cmd.ScheduleTimer(timer_id, fire_at, purpose, self._ids[i]))
 
     # -- results ---------------------------------------------------------------
-
-    def _loop_iteration_done(self, i: int, outputs: dict, stdout: str) -> None:
-        spec, st = self._specs[i], self._st[i]
-        coerced = coerce_outputs(outputs, spec.model.outputs)
-        previous = st.history[-1]["stdout"] if st.history else None
-        st.history.append({"name": f"{self._ids[i]}_iter_{st.iteration}", "iteration": st.iteration,
-                           "attempt": st.attempt, "stdout": stdout, "outputs": coerced})
-        try:
-            done = steps.loop_done(spec, self._scope, iteration=st.iteration, stdout=stdout, outputs=coerced,
-                                   previous=previous)
-        except steps.StepFailure as exc:
-            self._fail(i, exc.code, str(exc), False)
-            return
-        limit = spec.model.loop.max_iterations
-        if done:
-            self._complete_with(i, outputs)
-        elif st.iteration >= limit:
-            self._fail(i, "loop_exhausted", f"loop.until did not hold after {limit} iterations", False)
-        else:
-            st.iteration += 1  # still in flight: it keeps its slot and dispatches at once
-            self._dispatch(i)
 
     def _complete_with(self, i: int, outputs: dict) -> None:
         try:
@@ -567,6 +558,7 @@ _HANDLERS = {
     ev.DispatchBlocked: Interpreter._on_dispatch_blocked,
     ev.DispatchHeld: Interpreter._on_dispatch_held,
     ev.ApprovalDecided: Interpreter._on_approval_decided,
+    ev.ReplyGiven: Interpreter._on_reply_given,
     ev.TimerFired: Interpreter._on_timer_fired,
     ev.ChildFinished: Interpreter._on_child_finished,
     ev.CancelRequested: Interpreter._on_cancel_requested,

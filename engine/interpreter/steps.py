@@ -22,11 +22,13 @@ class StepFailure(Exception):
         super().__init__(message)
 
 
-def dispatch_values(spec: StepSpec, scope: Scope, shell_agents: tuple[str, ...]) -> tuple[dict, str, str | None, dict]:
+def dispatch_values(spec: StepSpec, scope: Scope, shell_agents: tuple[str, ...], template: Template | None = None,
+                    agent: str | None = None) -> tuple[dict, str, str | None, dict]:
     """The inputs, the rendered command, the stdin text and the command's variables of an agent step's dispatch.
 
     A shell agent's command refers to its values through variables (spec section 6); other agents get
-    the values written into the command, as text.
+    the values written into the command, as text. `template` and `agent` are a loop call's own (a review
+    cycle's fix runs another command, maybe with another agent); by default the step's.
 
     Raises:
         StepFailure: `input_missing` or `template_error`.
@@ -39,12 +41,14 @@ def dispatch_values(spec: StepSpec, scope: Scope, shell_agents: tuple[str, ...])
                 raise StepFailure("input_missing", f"input {binding.name!r} ({binding.path.text()}) did not resolve")
             continue
         inputs[binding.name] = coerce(value, binding.type)
+    template = spec.command if template is None else template
+    agent = spec.model.agent if agent is None else agent
     try:
         command, env = "", {}
-        if spec.command is not None and spec.model.agent in shell_agents:
-            command, env = spec.command.render_shell(scope)
-        elif spec.command is not None:
-            command = spec.command.render(scope)
+        if template is not None and agent in shell_agents:
+            command, env = template.render_shell(scope)
+        elif template is not None:
+            command = template.render(scope)
         stdin = None
         if spec.stdin is not None:
             value = scope.resolve(spec.stdin.dollar, spec.stdin.segments)
@@ -81,18 +85,6 @@ def child_args(spec: StepSpec, scope: Scope) -> dict[str, Any]:
     except TemplateError as exc:
         raise StepFailure("template_error", str(exc)) from None
     return args
-
-
-def loop_done(spec: StepSpec, scope: Scope, *, iteration: int, stdout: str, outputs: dict,
-              previous: str | None) -> bool:
-    """Whether a loop ends after this iteration: `until` holds, or there is no `until` and N ran."""
-    if spec.until is None:
-        return iteration >= spec.model.loop.max_iterations
-    local = {"output": stdout, "outputs": outputs, "iteration": iteration, "previous_output": previous}
-    try:
-        return bool(spec.until.evaluate(scope.with_local(local)))
-    except EvaluationError as exc:
-        raise StepFailure("condition_error", f"loop.until could not be evaluated: {exc}") from None
 
 
 def accept_outputs(spec: StepSpec, outputs: dict, scope: Scope) -> dict:
