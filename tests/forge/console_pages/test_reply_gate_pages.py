@@ -5,13 +5,16 @@ says why on the card and changes nothing."""
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone as dt_timezone
 
 import pytest
 from django.urls import reverse
 
 from forge.runs import services
 from forge.audit.models import AuditEvent
+from forge.console.attempts import step_times
 from forge.runs.models import Approval, RunInput
+from forge.runs.sentences import why_not_running
 from tests.forge.conftest import fast_forward, member, steps_of
 
 pytestmark = pytest.mark.django_db
@@ -176,3 +179,20 @@ def test_without_javascript_a_refusal_is_said_on_the_next_page(client, interview
     client.force_login(approver)
     answer = reply(client, pending(interview), "", follow=True)
     assert "Nothing was sent. A reply needs some text." in answer.content.decode()
+
+
+def test_the_sentence_names_the_groups_a_request_names_and_its_expiry():
+    at = datetime(2026, 11, 26, 9, 30, tzinfo=dt_timezone.utc)
+    assert why_not_running("waiting", "reply") == "waiting for a reply from Operators or Approvers"
+    assert (why_not_running("waiting", "reply", approvers=["Reviewers", "Leads"], expires_at=at)
+            == "waiting for a reply from Leads or Reviewers until 2026-11-26 09:30:00 UTC")
+
+
+def test_each_iteration_after_a_reply_is_a_piece_of_its_own_and_the_wait_is_named(client, interview, approver):
+    client.force_login(approver)
+    reply(client, pending(interview), "Friday noon")
+    fast_forward(interview)
+    times = step_times(interview, "ask")
+    assert [(a.number, a.status) for a in times.attempts] == [(1, "asked"), (1, "asked")]
+    assert [w.kind for w in times.waits if w.kind == "reply"] == ["reply", "reply"]
+    assert times.waits[-1].ended_at is None and times.waits[-1].says.startswith("waiting for a person's reply")
