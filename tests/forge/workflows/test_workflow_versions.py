@@ -1,6 +1,7 @@
 """Saving workflows: validated, content-addressed, immutable versions; the examples shipped by migration."""
 
 import pytest
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 
 from forge.audit.models import AuditEvent
@@ -107,9 +108,10 @@ def test_people_who_may_not_edit_workflows_cannot_save(db, request, who):
 
 
 def test_the_example_workflows_are_loaded_by_the_migration(db):
-    names = set(Workflow.objects.values_list("name", flat=True))
-    assert {"vendor_review", "flaky_retry_escalation", "shell_pipeline"} <= names
-    for name in ("vendor_review", "flaky_retry_escalation", "shell_pipeline"):
+    shipped = {path.stem for path in (settings.BASE_DIR / "examples").glob("*.yaml")}
+    assert {"vendor_review", "flaky_retry_escalation", "shell_pipeline", "code_review", "interview"} <= shipped
+    assert shipped <= set(Workflow.objects.values_list("name", flat=True))
+    for name in shipped:
         version = Workflow.objects.get(name=name).latest_version()
         assert version.number == 1
         assert f"name: {name}" in version.source
