@@ -20,6 +20,7 @@ from engine.interpreter import DECISIONS
 from engine.terminal import (
     EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run, print_validation,
 )
+from engine.terminal import replies as reply_pairs
 from engine.problems import Problem
 from engine.validation import Report, validate_source
 from forge.accounts import cli as accounts_cli
@@ -31,19 +32,6 @@ from forge.schedules import cli as schedules_cli
 from forge.workflows.models import Workflow
 from forge.workflows.services import WorkflowRejected, workflow_validate, workflow_version_save
 
-
-
-def reply_lists(items: list[str]) -> dict[str, list[str]]:
-    """--reply STEP=TEXT, repeatable: each step's replies in the order given (as the local runner takes them)."""
-    replies: dict[str, list[str]] = {}
-    for item in items:
-        step, sep, text = item.partition("=")
-        if not sep or not step:
-            raise UsageError(f"--reply {item!r}: expected STEP=TEXT")
-        if not text.strip():
-            raise UsageError(f"--reply {step}=: a reply needs some text")
-        replies.setdefault(step, []).append(text)
-    return replies
 
 
 def shortened(text: str, limit: int = 200) -> str:
@@ -151,7 +139,7 @@ class Command(BaseCommand):
     # -- commands -----------------------------------------------------------------
 
     def do_run(self, options) -> int:
-        replies = reply_lists(options["reply"])  # a bad --reply saves nothing
+        replies = reply_pairs(options["reply"])  # a bad --reply saves nothing
         version = self._version(options["target"], options["json"])
         decisions = pairs(options["decide"], "--decide")
         bad = [f"{k}={v}" for k, v in decisions.items() if v not in DECISIONS]
