@@ -100,9 +100,33 @@ steps:
   - {{id: sign_off, approval: required, approval_message: ship it?, depends_on: [reveal]}}
   - {{id: ship, agent: mock, command: ship, depends_on: [sign_off]}}
 """
+REPLIES = f"""
+name: every_kind_replies
+steps:
+  - id: ask
+    agent: vault
+    command: {json.dumps(PRINTS + "; printf 'question %s' ${loop.iteration}")}
+    approval_message: "Answer question ${{loop.iteration}}"
+    loop: {{max_iterations: 3, until: "iteration >= 3", gate: reply}}
+"""
+REVIEWS = """
+name: every_kind_reviews
+steps:
+  - id: review
+    agent: mock
+    command: "Review the change (cycle ${loop.cycle})."
+    mock:
+      sequence:
+        - {stdout: "Missing tests.\\nVERDICT: REQUEST_CHANGES"}
+        - {stdout: "Added the tests."}
+        - {stdout: "VERDICT: APPROVED"}
+    loop:
+      max_cycles: 2
+      on_request_changes: {fix_command: "Fix: ${loop.review}", re_review_command: "Again after: ${loop.fix}"}
+"""
 
 KINDS = ("completed", "failed", "retrying", "escalated", "cancelled", "restarted", "scheduled", "parent", "child",
-         "waiting")
+         "waiting", "replying", "reviewing")
 
 
 @dataclass
@@ -191,6 +215,12 @@ def build(people: dict) -> tuple[dict[str, Run], Schedule]:
     runs["parent"] = settle(started(olive, PARENT))
     runs["child"] = Run.objects.get(parent=runs["parent"])
     runs["waiting"] = settle(started(olive, WAITS))
+    replying = settle(started(olive, REPLIES))  # answered once by an approver, then waiting for the second reply
+    with capture():
+        services.reply_give(user=people["april"], approval=replying.approvals.get(status="pending"),
+                            text="the first answer")
+    runs["replying"] = settle(replying)
+    runs["reviewing"] = settle(started(olive, REVIEWS))
     schedule = schedule_add(user=olive, workflow="every_kind_completes", cron="* * * * *")
     with capture():
         fire_due_schedules(now=timezone.now() + timedelta(minutes=2))

@@ -240,12 +240,17 @@ def test_the_world_has_a_run_of_every_kind(world):
     assert statuses == {"completed": "completed", "failed": "failed", "retrying": "running",
                         "escalated": "running", "cancelled": "cancelled", "restarted": "failed",
                         "scheduled": "completed", "parent": "completed", "child": "completed",
-                        "waiting": "running"}
+                        "waiting": "running", "replying": "running", "reviewing": "completed"}
     rows = {kind: {row.step: row for row in StepResult.objects.filter(run=run)} for kind, run in runs.items()}
     assert rows["failed"]["after_both"].error_code == "upstream_failed"
     assert rows["retrying"]["flaky"].attempt == 1 and rows["retrying"]["flaky"].error_code == "exit_code"
     assert Approval.objects.get(run=runs["escalated"]).status == "pending"
     assert Approval.objects.get(run=runs["waiting"]).status == "pending"
+    assert [(a.iteration, a.status) for a in Approval.objects.filter(run=runs["replying"]).order_by("id")] == [
+        (1, "answered"), (2, "pending")]
+    assert rows["reviewing"]["review"].iteration == 3  # review, review_fix_1, review_2
+    asked = Approval.objects.get(run=runs["replying"], status="pending")
+    assert asked.output == "key=[secret]\nquestion 2"  # the iteration's output, as the inbox shows it
     assert runs["restarted"].restarted_from == runs["failed"]
     assert runs["child"].parent == runs["parent"]
     assert runs["scheduled"].schedule_fires.exists()
