@@ -7,7 +7,6 @@ loop's values in templates (`${loop.…}`) are computed from the entries of the 
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import re
 from typing import Any
@@ -17,30 +16,32 @@ from engine.interpreter import events as ev
 from engine.interpreter.state import StepState, StepStatus, Wait
 from engine.outputs import coerce_outputs
 
-# The seed's verdict marker, exactly: the first line of a review that matches decides (seed 002).
-VERDICT = re.compile(r"^\s*VERDICT:\s*(APPROVED|REQUEST_CHANGES)\b", re.MULTILINE)
+# The seed's verdict marker, exactly, matched line by line: the first line of a review that matches decides.
+VERDICT = re.compile(r"\s*VERDICT:\s*(APPROVED|REQUEST_CHANGES)\b")
 REPLY_OPTIONS = ("reply",)
 
 
 def verdict_of(stdout: str) -> str | None:
-    match = VERDICT.search(stdout or "")
-    return match.group(1) if match else None
+    for line in (stdout or "").split("\n"):
+        match = VERDICT.match(line)
+        if match:
+            return match.group(1)
+    return None
 
 
 def reply_problem(text: Any) -> str | None:
     """Why a reply cannot be taken, or None."""
     if not isinstance(text, str) or not text.strip():
         return "a reply needs some text"
-    size = len(text.encode("utf-8", "surrogatepass"))
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate: bytes that were not UTF-8 (a shell argument, say)
+        return "a reply must be UTF-8 text"
     if size > ev.MAX_REPLY_BYTES:
         return f"a reply is at most {ev.MAX_REPLY_BYTES:,} bytes; this one has {size:,}"
     if "\0" in text:
         return "a reply cannot hold a NUL character"
     return None
-
-
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def current_pass(st: StepState) -> list[dict[str, Any]]:
@@ -220,7 +221,7 @@ class LoopHandling:
             raise ev.EventRejected(problem)
         st = self._st[i]
         record.update(status="answered", decided_at=self.state.now, by=event.by, by_id=event.by_id,
-                      length=len(event.text.encode("utf-8", "surrogatepass")))
+                      length=len(event.text.encode("utf-8")))
         entry = st.history[-1]
         entry.update(reply=event.text, reply_by=event.by, reply_at=self.state.now, reply_id=record["id"])
         st.iteration += 1

@@ -122,8 +122,8 @@ class Interpreter(FailureHandling, LoopHandling):
         if handler is None:
             raise EventRejected(f"unknown event {type(event).__name__}")
         if state.status in RunStatus.TERMINAL:
-            if isinstance(event, ev.ApprovalDecided):
-                raise EventRejected("the run has ended; there is nothing to decide")
+            if isinstance(event, (ev.ApprovalDecided, ev.ReplyGiven)):
+                raise EventRejected("the run has ended; there is nothing to decide or answer")
             return out
         handler(self, event)
         if state.status == RunStatus.RUNNING:
