@@ -51,6 +51,7 @@ def restart_state(workflow: Workflow, previous: RunState, step: str, *, run_id: 
             after.stdout = before.stdout
             after.attempt = before.attempt
             after.iteration = before.iteration
+            after.history = [dict(call) for call in before.history]  # a carried loop step shows its calls
             after.started_at, after.finished_at = before.started_at, before.finished_at
             after.carried = True
             carried.add(step_id)

@@ -105,3 +105,23 @@ def test_args_of_the_previous_run_are_kept_unless_new_ones_are_given():
     given = restart_state(driver.workflow, driver.machine.state, "hello", run_id="r3", args={"who": "bob"})
     assert (kept.args, kept.variables["who"]) == ({"who": "ann"}, "ann")
     assert (given.args, given.variables["who"]) == ({"who": "bob"}, "bob")
+
+
+def test_a_carried_loop_step_keeps_its_calls():
+    workflow = compile_yaml("""
+        name: carried_loop
+        steps:
+          - id: review
+            agent: mock
+            command: review
+            loop: {max_cycles: 1, on_request_changes: {fix_command: fix}}
+            mock: {sequence: [{stdout: "VERDICT: REQUEST_CHANGES"}, {stdout: fixed}, {stdout: "VERDICT: APPROVED"}]}
+          - id: after
+            agent: mock
+            command: after
+            depends_on: [review]
+    """)
+    before = LocalRunner(workflow, fast=True).run().state
+    state = restart_state(workflow, before, "after", run_id="again")
+    assert [call["name"] for call in state.steps["review"].history] == ["review", "review_fix_1", "review_2"]
+    assert state.steps["after"].history == []
