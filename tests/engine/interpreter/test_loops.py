@@ -6,7 +6,7 @@ import pytest
 
 from engine.interpreter import (
     MAX_REPLY_BYTES, CancelRequested, Dispatch, EventRejected, FinishRun, Interpreter, ReplyGiven, RequestApproval,
-    ScheduleTimer, Wait,
+    ScheduleTimer, StepFinished, Wait, event_from_json,
 )
 
 from tests.engine.interpreter.support import Driver, checkpoint, dispatched, of, run_fast
@@ -512,3 +512,44 @@ def test_review_cycles_through_the_local_runner_with_a_mock_sequence():
     step = result["steps"]["review"]
     assert (step["status"], step["outputs"], step["iterations"]) == ("completed", {"done": True}, 5)
     assert step["history"] == ["review", "review_fix_1", "review_2", "review_fix_2", "review_3"]
+
+
+def test_a_review_cycle_survives_a_checkpoint_between_its_calls():
+    driver = started(REVIEW)
+    driver.ok("review", stdout=f"{RC}\nrename it")
+    restored = Interpreter.restore(driver.workflow, checkpoint(driver.machine))
+    st = restored.state.steps["review"]
+    again = last_dispatch(restored.advance(StepFinished("review", st.attempt, True, st.iteration, {}, "renamed",
+                                                        at=driver.now)))
+    assert (again.agent, again.call, again.command) == ("reviewer", 2, "Again (cycle 1) after renamed")
+
+
+def test_twenty_cycles_run_forty_one_calls_named_as_the_seed_names_them():
+    result = run_fast("""
+        name: r
+        steps:
+          - id: rv
+            agent: mock
+            command: review
+            loop: {max_cycles: 20, on_request_changes: {fix_command: fix}}
+            mock: {stdout: "VERDICT: REQUEST_CHANGES"}
+        """)
+    step = result["steps"]["rv"]
+    assert (step["status"], step["error_code"], step["iterations"]) == ("failed", "loop_exhausted", 41)
+    names = ["rv"] + [name for k in range(1, 21) for name in (f"rv_fix_{k}", f"rv_{k + 1}")]
+    assert step["history"] == names
+
+
+def test_a_halt_elsewhere_expires_a_pending_reply_request_and_cancels_the_waiting_step():
+    driver = started(GATED + "  - {id: boom, agent: writer, command: x}\n")
+    driver.ok("ask", stdout="draft")
+    assert driver.status("ask") == "waiting"
+    commands = driver.fail("boom")
+    assert (driver.status("ask"), driver.step("ask").error_code) == ("cancelled", "run_halted")
+    assert driver.machine.state.approvals[0]["status"] == "expired"
+    assert of(commands, FinishRun)[0].status == "failed"
+
+
+def test_a_reply_event_reads_back_from_its_json_for_replay_logs():
+    event = ReplyGiven("ask", "naïve ☃ ${args.x}", by="carol", at=12.5, by_id=7)
+    assert event_from_json(json.loads(json.dumps(event.to_json()))) == event
