@@ -183,7 +183,7 @@ def reply_give(*, user, approval: Approval, text: str) -> Approval:
             what = "was already answered" if approval.status == Approval.ANSWERED else "expired unanswered"
             raise ServiceError(f"the reply request after iteration {approval.iteration} of {approval.step!r} "
                                f"{what}; only a pending request takes a reply")
-        problem = reply_problem(text) or _unstorable(text)
+        problem = reply_problem(text)  # the interpreter's own rule (UTF-8, NUL, 1..65536 bytes)
         if problem:
             raise ServiceError(problem)
         now = timezone.now()
@@ -199,16 +199,6 @@ def reply_give(*, user, approval: Approval, text: str) -> Approval:
                            f"the step ends as timed out")
     approval.refresh_from_db()  # answered already if the run advanced in this process (django-q2's sync mode)
     return approval
-
-
-def _unstorable(text: str) -> str | None:
-    """A lone surrogate (from a form or a JSON body, never from UTF-8) has no UTF-8 form: PostgreSQL could not
-    store the inbox event that carries it."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "a reply must be valid Unicode text (it holds a lone surrogate)"
-    return None
 
 
 def _request_reply(user, approval: Approval, text: str, now) -> None:

@@ -170,7 +170,7 @@ class TestRefusals:
         ("x" * 65537, "at most 65,536 bytes"),
         ("é" * 32769, "at most 65,536 bytes"),  # 65,538 bytes of UTF-8 in 32,769 characters
         ("nul \0 inside", "NUL"),
-        ("half a pair \ud800", "lone surrogate"),
+        ("half a pair \ud800", "must be UTF-8"),  # PostgreSQL could not store it
     ])
     def test_an_empty_or_too_long_reply_is_refused_and_changes_nothing(self, operator, approver, save_workflow,
                                                                          text, message):
