@@ -196,3 +196,13 @@ def test_each_iteration_after_a_reply_is_a_piece_of_its_own_and_the_wait_is_name
     assert [(a.number, a.status) for a in times.attempts] == [(1, "asked"), (1, "asked")]
     assert [w.kind for w in times.waits if w.kind == "reply"] == ["reply", "reply"]
     assert times.waits[-1].ended_at is None and times.waits[-1].says.startswith("waiting for a person's reply")
+
+
+def test_the_step_panel_and_the_dashboard_offer_the_request_too(client, interview, approver):
+    client.force_login(approver)
+    asked = pending(interview)
+    html = client.get(reverse("console:step", args=[interview.pk, "ask"])).content.decode()
+    assert f'id="panel-reply-{asked.pk}"' in html and "Reply: ask" in html and "Send reply" in html
+    assert re.findall(r'data-call="([^"]+)"', html) == ["ask_iter_1"]  # the call the request follows
+    dashboard = client.get(reverse("console:dashboard")).content.decode()
+    assert "ask: Answer question 1" in dashboard and "(a reply is asked, after iteration 1)" in dashboard
