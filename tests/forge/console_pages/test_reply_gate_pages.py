@@ -5,10 +5,11 @@ says why on the card and changes nothing."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone as dt_timezone
+from datetime import datetime, timedelta, timezone as dt_timezone
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from forge.runs import services
 from forge.audit.models import AuditEvent
@@ -206,3 +207,25 @@ def test_the_step_panel_and_the_dashboard_offer_the_request_too(client, intervie
     assert re.findall(r'data-call="([^"]+)"', html) == ["ask_iter_1"]  # the call the request follows
     dashboard = client.get(reverse("console:dashboard")).content.decode()
     assert "ask: Answer question 1" in dashboard and "(a reply is asked, after iteration 1)" in dashboard
+
+
+def test_a_reply_after_the_request_expired_is_refused_and_changes_nothing(client, save_workflow, operator,
+                                                                          approver):
+    timed = INTERVIEW.replace("loop: {", "timeout: 30\n    loop: {")
+    run = fast_forward(services.run_start(user=operator, version=save_workflow(timed.replace("interview", "timed"))),
+                       rounds=1)
+    asked = pending(run)
+    assert asked.expires_at is not None
+    client.force_login(approver)
+    html = client.get(reverse("console:approvals")).content.decode()
+    assert 'class="countdown" data-expires="' in html and "expires at" in html
+    Approval.objects.filter(pk=asked.pk).update(expires_at=timezone.now() - timedelta(seconds=1))  # time passed
+    said = reply(client, asked, "too late", headers=HTMX).content.decode()
+    assert "Nothing was sent. This reply request timed out at" in said
+    assert not RunInput.objects.filter(run=run, key__startswith="reply:").exists()
+    run = fast_forward(run)  # the run records the timeout
+    asked.refresh_from_db()
+    assert asked.status == "expired" and run.status == "failed"
+    said = reply(client, asked, "too late", headers=HTMX).content.decode()
+    assert "Nothing was sent. Run " in said and "has ended (failed); it takes no more replies." in said
+    assert "This request is expired: it takes no more replies." in said
