@@ -130,6 +130,12 @@ class LoopHandling:
             entry["error"] = event.error or "the agent failed"
         return entry
 
+    def _drop_call(self, i: int) -> None:
+        """Governance stopped the dispatch before the agent was called: there was no call to keep."""
+        st = self._st[i]
+        if self._specs[i].model.loop is not None and st.history and st.history[-1].get("finished_at", 0) is None:
+            st.history.pop()
+
     def _close_call(self, i: int, error: str) -> None:
         """The call in flight ends without a result (timed out, cancelled): its entry says so."""
         st = self._st[i]

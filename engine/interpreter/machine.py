@@ -175,6 +175,7 @@ class Interpreter(FailureHandling, LoopHandling):
         i = self._current_attempt(event.step, event.attempt)
         if i is None:
             return
+        self._drop_call(i)
         st = self._st[i]
         delays = self.state.options.gate_retry_delays_s
         if event.retryable and st.gate_retries < len(delays):
@@ -189,6 +190,7 @@ class Interpreter(FailureHandling, LoopHandling):
         i = self._current_attempt(event.step, event.attempt)
         if i is None:
             return
+        self._drop_call(i)
         self._set(i, WAITING, Wait.HOLD)
         self._request(i, "hold", APPROVAL_OPTIONS, event.message or f"held by the {event.gate} gate")
 

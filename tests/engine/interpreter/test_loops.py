@@ -5,7 +5,7 @@ import json
 import pytest
 
 from engine.interpreter import (
-    MAX_REPLY_BYTES, CancelRequested, Dispatch, EventRejected, FinishRun, Interpreter, ReplyGiven, RequestApproval,
+    MAX_REPLY_BYTES, CancelRequested, Dispatch, DispatchBlocked, DispatchHeld, EventRejected, FinishRun, Interpreter, ReplyGiven, RequestApproval,
     ScheduleTimer, StepFinished, Wait, event_from_json,
 )
 
@@ -553,3 +553,31 @@ def test_a_halt_elsewhere_expires_a_pending_reply_request_and_cancels_the_waitin
 def test_a_reply_event_reads_back_from_its_json_for_replay_logs():
     event = ReplyGiven("ask", "naïve ☃ ${args.x}", by="carol", at=12.5, by_id=7)
     assert event_from_json(json.loads(json.dumps(event.to_json()))) == event
+
+
+@pytest.mark.parametrize("retryable", [True, False])
+def test_a_fix_call_governance_blocked_is_no_call_in_the_history(retryable):
+    driver = started(REVIEW)
+    driver.ok("review", stdout=RC)
+    st = driver.step("review")
+    assert [call["name"] for call in st.history] == ["review", "review_fix_1"]
+    driver.feed(DispatchBlocked("review", st.attempt, "budget", "budget_exceeded", retryable=retryable,
+                                message="the executor's budget is spent", at=driver.now))
+    assert [call["name"] for call in st.history] == ["review"]
+    if retryable:  # the gate retries the same call: it is in the history once, when it is dispatched again
+        driver.fire(of(driver.commands, ScheduleTimer)[-1])
+        assert [call["name"] for call in st.history] == ["review", "review_fix_1"]
+        assert last_dispatch(driver.commands[-3:]).agent == "executor"
+    else:
+        assert (st.status, st.error_code) == ("failed", "budget_exceeded")
+
+
+def test_a_held_fix_call_is_dispatched_once_approved_and_kept_once():
+    driver = started(REVIEW)
+    driver.ok("review", stdout=RC)
+    st = driver.step("review")
+    driver.feed(DispatchHeld("review", st.attempt, "policy", message="fixes need a look", at=driver.now))
+    assert [call["name"] for call in st.history] == ["review"]
+    driver.decide("review", "approve")
+    assert [call["name"] for call in st.history] == ["review", "review_fix_1"]
+    assert st.history[-1]["finished_at"] is None
