@@ -5,8 +5,8 @@ import json
 import pytest
 
 from engine.interpreter import (
-    MAX_REPLY_BYTES, CancelRequested, Dispatch, DispatchBlocked, DispatchHeld, EventRejected, FinishRun, Interpreter, ReplyGiven, RequestApproval,
-    ScheduleTimer, StepFinished, Wait, event_from_json,
+    MAX_REPLY_BYTES, CancelRequested, Dispatch, DispatchBlocked, DispatchHeld, EventRejected, FinishRun, Interpreter,
+    ReplyGiven, RequestApproval, ScheduleTimer, StepFinished, Wait, event_from_json,
 )
 
 from tests.engine.interpreter.support import Driver, checkpoint, dispatched, of, run_fast
