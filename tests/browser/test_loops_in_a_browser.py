@@ -80,6 +80,7 @@ def test_an_approver_answers_the_interview_twice_from_the_inbox_and_the_run_view
     april.evaluate("() => document.querySelector('#inbox .reply-request textarea').removeAttribute('required')")
     answer(april, "   ")
     assert "Nothing was sent. A reply needs some text." in april.locator(CARD).inner_text()
+    shots(april, "inbox-reply-refused")
 
     answer(april, "Faster checkouts: fewer steps to pay.")
     april.wait_for_function(card_for(2))  # the next question arrives live, with the first answer listed
