@@ -16,7 +16,7 @@ from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run, StepOutput, StepResult
 from forge.runs.selectors import step_iterations
 from forge.runs.sentences import status_class, status_word
-from forge.runtime.bridge import to_datetime
+from forge.runs.times import to_datetime
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The one seam between rows and the engine: compiled workflows, interpreters, times.
+"""The one seam between rows and the engine: compiled workflows and interpreters (times: forge.runs.times).
 
 An interpreter lives in a per-process cache between rounds. A copy that is
 a few events behind (another worker advanced the run meanwhile) catches up
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from datetime import datetime, timezone as dt_timezone
 
 from engine.interpreter import Interpreter
 from engine.interpreter.events import event_from_json
@@ -23,10 +22,6 @@ _INTERPRETERS: OrderedDict[int, tuple[int, Interpreter]] = OrderedDict()
 _LOCK = threading.Lock()
 CACHED_RUNS = 256
 CATCH_UP = 50  # at most this many events replayed onto a cached copy; further behind, restore
-
-
-def to_datetime(seconds: float | None) -> datetime | None:
-    return None if seconds is None else datetime.fromtimestamp(seconds, tz=dt_timezone.utc)
 
 
 def interpreter_of(run: Run) -> Interpreter:

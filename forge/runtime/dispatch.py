@@ -18,7 +18,8 @@ from forge.governance import reservations
 from forge.governance.context import ALLOWED, GovernanceView
 from forge.runs.models import RunInput
 from forge.runs.models import StepResult as StepRow
-from forge.runtime import agents, bridge, inbox, leases, queue
+from forge.runs.times import to_datetime
+from forge.runtime import agents, inbox, leases, queue
 from forge.runtime.effects import Effects
 
 
@@ -159,7 +160,7 @@ class Dispatcher:
         else:
             result, delay = outcome.result, outcome.delay_s
         due = r.at + delay
-        r.add_input(key, result.event(request, due), due_at=bridge.to_datetime(due) if delay else r.now)
+        r.add_input(key, result.event(request, due), due_at=to_datetime(due) if delay else r.now)
 
     def record_spend(self, event: ev.StepFinished) -> None:
         """Tokens and cost of a result fed this round (a result that is never fed records its own); a budgeted

@@ -21,6 +21,7 @@ from engine.interpreter.events import EventRejected
 from forge import live
 from forge.audit.services import SYSTEM
 from forge.runs.models import Approval, Checkpoint, Run, RunEvent, RunInput, StepResult
+from forge.runs.times import to_datetime
 from forge.runtime import bridge, children, dispatch, inbox, leases, step_events, store
 from forge.runtime.replies import reply_detail
 from forge.runtime.completion import Completion, Outcome, record_completion
@@ -202,7 +203,7 @@ class Round:
                                    **reply_detail(event.text)})
 
     def _schedule_timer(self, command: cmd.ScheduleTimer) -> None:
-        due_at = bridge.to_datetime(command.fire_at)
+        due_at = to_datetime(command.fire_at)
         self.effects.add_input(inbox.timer(command.timer), ev.TimerFired(command.timer, at=command.fire_at),
                                due_at=due_at)
         if command.purpose == "approval_timeout":
@@ -249,7 +250,7 @@ class Round:
         writes += store.inserting(new_inputs, ignore_conflicts=True)
         writes += [self._step_write(state, step, extra) for step, extra in effects.step_fields.items()]
         if run.started_at is None and state.started_at is not None:
-            run.started_at = bridge.to_datetime(state.started_at)
+            run.started_at = to_datetime(state.started_at)
             effects.audit("forge.run.running")
         step_events.add_sentences(self.workflow, state, effects.events)
         writes += store.inserting(effects.events) + store.inserting(effects.audits)
@@ -279,8 +280,8 @@ class Round:
         st = state.steps[step]
         fields = dict(status=st.status, wait=st.wait, attempt=st.attempt, iteration=st.iteration,
                       outputs=st.outputs, stdout=st.stdout or "", error=st.error, error_code=st.error_code,
-                      tokens=st.tokens, cost=st.cost, started_at=bridge.to_datetime(st.started_at),
-                      finished_at=bridge.to_datetime(st.finished_at), updated_at=self.now)
+                      tokens=st.tokens, cost=st.cost, started_at=to_datetime(st.started_at),
+                      finished_at=to_datetime(st.finished_at), updated_at=self.now)
         if st.status != "running":
             fields.update(leases.ENDED)
         fields.update(extra)
@@ -296,7 +297,7 @@ class Round:
             return
         deciders = _deciders(ended)
         for record in ended:
-            decided_at = bridge.to_datetime(record.get("decided_at")) or self.now
+            decided_at = to_datetime(record.get("decided_at")) or self.now
             by_id = deciders.get(record["id"])
             fields = dict(status=record["status"], decision=record.get("decision"),
                           comment=record.get("comment") or "", decided_at=decided_at, decided_by_id=by_id)

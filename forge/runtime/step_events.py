@@ -9,11 +9,11 @@ from engine.interpreter.state import StepStatus
 from engine.workflow import Workflow
 from forge.runs.models import RunEvent
 from forge.runs.sentences import status_word, why_not_running
-from forge.runtime import bridge
+from forge.runs.times import to_datetime
 
 
 def _iso(seconds: float | None) -> str | None:
-    return None if seconds is None else bridge.to_datetime(seconds).isoformat()
+    return None if seconds is None else to_datetime(seconds).isoformat()
 
 
 def step_data(command: cmd.StepChanged, state) -> dict:
@@ -47,7 +47,7 @@ def add_sentences(workflow: Workflow, state, events: list[RunEvent]) -> None:
             status, wait, attempt=attempt, error=error, error_code=error_code,
             waiting_for=[d for d in workflow.by_id[step].deps if steps[d].status not in StepStatus.TERMINAL],
             approvers=approval["approvers"] if approval else None,
-            expires_at=bridge.to_datetime(expiries.get(step)) if approval else None, child_run=children.get(step))
+            expires_at=to_datetime(expiries.get(step)) if approval else None, child_run=children.get(step))
 
     for event in reversed(events):  # the last event of a round tells a dependent's sentence, once
         if event.kind != "step":
