@@ -43,6 +43,8 @@ def _step_entry(data: dict[str, Any]) -> tuple[str, str]:
     if never_ran(status, data.get("error_code")):  # a consequence of the failure upstream, not one of its own
         return "warning", status_word(status, data.get("error_code"))
     text = str(status) + (f" · attempt {attempt}" if attempt else "")
+    if data.get("call"):
+        text += f" · {data['call']}"
     if wait:
         text += " · " + WAIT_SAYS.get(WAIT_NAMES.get(wait, wait), f"waiting ({wait})")
     if error:

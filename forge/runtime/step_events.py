@@ -27,6 +27,8 @@ def step_data(command: cmd.StepChanged, state) -> dict:
                 finished_at=_iso(st.finished_at) if command.status in StepStatus.TERMINAL else None,
                 cost=st.cost, cost_text=money_text(st.cost), tokens=st.tokens,
                 iteration=st.iteration)  # a loop step's count, which the graph's node shows live
+    if command.status == StepStatus.RUNNING and st.history and st.history[-1].get("finished_at", 0) is None:
+        data["call"] = st.history[-1]["name"]  # which of a loop step's calls is running (`review_fix_1`)
     return data
 
 

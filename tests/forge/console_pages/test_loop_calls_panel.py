@@ -86,3 +86,12 @@ def test_the_graph_data_carries_each_loop_step_s_count(client, save_workflow, op
     assert count_words(node["loop"], node["iteration"]) == "cycle 1 of 2"
     assert count_words({"review": False, "max": 8}, 3) == "iteration 3 of 8"
     assert count_words({"review": True, "max": 2}, 1) == "cycle 0 of 2"  # the first review, before any fix
+
+
+def test_the_run_log_names_which_call_of_a_loop_step_is_running(client, save_workflow, operator):
+    run = fast_forward(services.run_start(user=operator, version=save_workflow(REVIEW)))
+    client.force_login(operator)
+    entries = client.get(reverse("console:run_log", args=[run.pk]), {"step": "review"}).json()["entries"]
+    running = [e["text"] for e in entries if e["kind"] == "step" and e["text"].startswith("running")]
+    assert running == ["running · attempt 1 · review", "running · attempt 1 · review_fix_1",
+                       "running · attempt 1 · review_2"]
