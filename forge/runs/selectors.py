@@ -64,6 +64,10 @@ def may_reply(user, approval: Approval) -> str | None:
         return None
     if not getattr(user, "is_active", False):
         return "your account is inactive"
+    if not can(user, "run.view"):
+        # Whoever cannot see the run cannot read what they would answer (the console refuses them its pages; the
+        # CLI's --user and the inbox list must not let them answer, or list the iteration's output, either).
+        return "you are in no group of this console, so you may not see this run or answer it"
     if may_reply_as_member(user, approval.approvers) or approval.run.started_by_id == user.pk:
         return None
     if approval.approvers:

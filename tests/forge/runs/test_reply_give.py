@@ -86,19 +86,40 @@ class TestTheRequest:
 
     def test_the_inbox_lists_it_for_operators_approvers_admins_and_the_starter_only(
             self, operator, approver, admin_user, outsider, save_workflow):
-        starter = member("sam")  # in no group: started it as the system would, for the test
+        starter = member("sam")  # in no group (left them all after starting it): may not see the run any more
         run = start(save_workflow, None)
         run.started_by = starter
         run.save(update_fields=["started_by"])
         listed = {user.username: [(a.run_id, a.step) for a in approvals_for_user(user)]
                   for user in (operator, approver, admin_user, outsider, starter)}
         assert listed == {"olive": [(run.pk, "ask")], "april": [(run.pk, "ask")], "adam": [(run.pk, "ask")],
-                          "oscar": [], "sam": [(run.pk, "ask")]}
+                          "oscar": [], "sam": []}
+
+    def test_the_starter_or_a_named_groups_member_in_no_console_group_may_not_answer(self, operator,
+                                                                                      save_workflow):
+        """Who cannot see the run (the console refuses them every page of it) cannot answer it by the CLI
+        either, nor see it in `forge approvals`, which shows the iteration's output."""
+        Group.objects.create(name="Finance")
+        finance_only = member("fred", "Finance")
+        run = start(save_workflow, operator, FINANCE)
+        operator.groups.clear()  # the starter left the Operators after starting it
+        operator = type(operator).objects.get(pk=operator.pk)
+        approval = pending(run)
+        before = snapshot(run, approval)
+        for user in (operator, finance_only):
+            assert approvals_for_user(user) == []
+            with pytest.raises(PermissionDenied, match="in no group of this console"):
+                services.reply_give(user=user, approval=approval, text="hello")
+        out, err = io.StringIO(), io.StringIO()
+        with pytest.raises(SystemExit) as exit_:
+            call_command("forge", "--user", "fred", "reply", str(run.pk), "ask", "hello", stdout=out, stderr=err)
+        assert exit_.value.code == 2 and "in no group of this console" in err.getvalue()
+        assert snapshot(run, approval) == before
 
     def test_a_request_naming_finance_is_listed_for_finance_and_admins_not_for_approvers(
             self, operator, approver, admin_user, save_workflow):
         Group.objects.create(name="Finance")
-        finance = member("fran", "Finance")
+        finance = member("fran", "Finance", "Approvers")  # a console group too, to see the run at all
         run = start(save_workflow, operator, FINANCE)
         assert [a.step for a in approvals_for_user(finance)] == ["ask"]
         assert [a.step for a in approvals_for_user(admin_user)] == ["ask"]
@@ -211,7 +232,7 @@ class TestRefusals:
         run = start(save_workflow, operator)
         approval = pending(run)
         before = snapshot(run, approval)
-        with pytest.raises(PermissionDenied, match="Operators, Approvers and the person who started"):
+        with pytest.raises(PermissionDenied, match="in no group of this console"):
             services.reply_give(user=outsider, approval=approval, text="hello")
         assert snapshot(run, approval) == before
 
