@@ -1,11 +1,10 @@
 """Seed 002's loops in Chromium against daphne and a real cluster (issue 18): an operator runs the interview
 example (a reply gate), an approver answers twice from the inbox, each next question arriving there live, and
 the operator's run view follows without a reload until the step completes; the code review example's step panel
-lists its calls by their seed names. Screenshots at 1440 and 390 px wide (FORGE_SHOTS18, default /work/shots18)."""
+lists its calls by their seed names. Screenshots at 1440 and 390 px wide (in the console's screenshot folder: FORGE_SCREENSHOTS)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ from tests.browser.test_console_in_a_browser import save_and_start
 
 pytestmark = pytest.mark.slow
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-SHOTS = Path(os.environ.get("FORGE_SHOTS18", "/work/shots18"))
 LIVE = "() => document.getElementById('live').dataset.state === 'live'"
 CARD = "#inbox .reply-request"
 
@@ -33,13 +31,13 @@ def card_for(iteration: int) -> str:
             f".some((p) => p.textContent.startsWith('Iteration {iteration} of 5'))")
 
 
-def shots(page, name: str) -> None:
+def shots(console, page, name: str) -> None:
     """The page at a desktop's width and at a phone's, whole."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
+    console.shots.mkdir(parents=True, exist_ok=True)
     size = page.viewport_size
     for width, height in ((1440, 1000), (390, 844)):
         page.set_viewport_size({"width": width, "height": height})
-        page.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=True)
+        page.screenshot(path=str(console.shots / f"{name}-{width}.png"), full_page=True)
     page.set_viewport_size(size)
 
 
@@ -61,7 +59,7 @@ def test_an_approver_answers_the_interview_twice_from_the_inbox_and_the_run_view
     olive.wait_for_function(why_is("ask", "waiting for a reply from Operators or Approvers"))
     olive.wait_for_function("() => window.forgeRun.loopCount('ask') === 'iteration 1 of 5'")
     assert "Question 1 about the new checkout page" in olive.locator("#decisions .reply-request").inner_text()
-    shots(olive, "run-waiting-for-a-reply")
+    shots(console, olive, "run-waiting-for-a-reply")
 
     april = console.login(browser, "april")
     april.goto(f"{console.url}/approvals/")
@@ -74,13 +72,13 @@ def test_an_approver_answers_the_interview_twice_from_the_inbox_and_the_run_view
     assert "None yet: this is the first." in said
     # The step's timeout counts down on the card (countdown.js, each second).
     april.wait_for_function(f"() => document.querySelector('{CARD} .countdown').textContent.endsWith('s left')")
-    shots(april, "inbox-reply-request")
+    shots(console, april, "inbox-reply-request")
 
     # An empty reply is refused on the card (the browser's own check aside), and nothing changes.
     april.evaluate("() => document.querySelector('#inbox .reply-request textarea').removeAttribute('required')")
     answer(april, "   ")
     assert "Nothing was sent. A reply needs some text." in april.locator(CARD).inner_text()
-    shots(april, "inbox-reply-refused")
+    shots(console, april, "inbox-reply-refused")
 
     answer(april, "Faster checkouts: fewer steps to pay.")
     april.wait_for_function(card_for(2))  # the next question arrives live, with the first answer listed
@@ -88,7 +86,7 @@ def test_an_approver_answers_the_interview_twice_from_the_inbox_and_the_run_view
     assert "Who uses it most, and on which devices?" in said
     assert "after iteration 1, april at" in said and "Faster checkouts: fewer steps to pay." in said
     olive.wait_for_function("() => window.forgeRun.loopCount('ask') === 'iteration 2 of 5'")
-    shots(april, "inbox-second-question")
+    shots(console, april, "inbox-second-question")
 
     answer(april, "Shop owners, mostly on phones.")
     april.wait_for_function("() => !document.querySelector('#inbox .reply-request')")
@@ -106,9 +104,9 @@ def test_an_approver_answers_the_interview_twice_from_the_inbox_and_the_run_view
     replies = olive.locator("#step-panel .reply-after").all_inner_texts()
     assert len(replies) == 2 and all(r.startswith("Reply from april at") for r in replies)
     olive.locator("#step-panel h3", has_text="Calls").scroll_into_view_if_needed()  # the panel scrolls on its own
-    shots(olive, "run-interview-completed")
+    shots(console, olive, "run-interview-completed")
     olive.locator("#step-panel .reply-after").first.scroll_into_view_if_needed()
-    shots(olive, "run-interview-reply-in-panel")
+    shots(console, olive, "run-interview-reply-in-panel")
 
 
 @pytest.mark.parametrize("console", ["sqlite"], indirect=True)
@@ -129,4 +127,4 @@ def test_the_code_review_steps_panel_lists_its_calls_by_their_seed_names(console
     assert calls.nth(2).locator(".verdict").inner_text() == "APPROVED"
     assert all("cost 0.006" in text for text in calls.all_inner_texts())
     olive.locator("#step-panel h3", has_text="Calls").scroll_into_view_if_needed()
-    shots(olive, "run-code-review-calls")
+    shots(console, olive, "run-code-review-calls")
