@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from forge.console.secret_args import hider
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run, RunEvent, StepResult
 from forge.runs.selectors import approvals_for_user, replies_so_far
@@ -20,6 +21,8 @@ class ReplyAsk:
     of: int  # the loop's max_iterations: "iteration k of N"
     replies: list[Approval]  # the step's answered requests, by iteration (reply, decided_by, decided_at)
     who: str  # who may answer, in words
+    message: str  # the request's message and the iteration's output, an argument that reads as a secret redacted
+    output: str
 
     @property
     def iteration(self) -> int:
@@ -35,8 +38,10 @@ def reply_ask(approval: Approval, run: Run | None = None) -> ReplyAsk | None:
     loop = spec.model.loop if spec is not None else None
     starter = run.started_by.get_username() if run.started_by_id else ""
     who = repliers(approval.approvers) + (f", or the person who started the run ({starter})" if starter else "")
+    hide = hider(run.args)
     return ReplyAsk(approval=approval, of=getattr(loop, "max_iterations", None) or 0,
-                    replies=replies_so_far(run, approval.step), who=who)
+                    replies=replies_so_far(run, approval.step), who=who, message=hide(approval.message),
+                    output=hide(approval.output))
 
 
 @dataclass(frozen=True)

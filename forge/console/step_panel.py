@@ -12,6 +12,7 @@ from typing import Any
 from engine.interpreter.state import StepStatus
 from forge.console.attempts import StepTimes, step_times
 from forge.console.loop_count import loop_count
+from forge.console.secret_args import hider
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run, StepOutput, StepResult
 from forge.runs.selectors import step_iterations
@@ -42,14 +43,16 @@ class Call:
     tokens: int
 
 
-def _call(entry: dict[str, Any]) -> Call:
+def _call(entry: dict[str, Any], hide) -> Call:
+    """One call as shown: an argument that reads as a secret is redacted wherever it was rendered or repeated."""
     started, finished = entry.get("started_at"), entry.get("finished_at")
-    env = entry.get("env") or {}
+    env = hide(entry.get("env") or {})
     return Call(name=str(entry.get("name", "")), kind=str(entry.get("kind", "iteration")),
                 iteration=entry.get("iteration") or 0, cycle=entry.get("cycle"), attempt=entry.get("attempt") or 0,
-                agent=entry.get("agent") or "", command=entry.get("command") or "",
-                values=sorted(env.items(), key=lambda kv: (len(kv[0]), kv[0])), stdout=entry.get("stdout") or "",
-                outputs=_json(entry.get("outputs")), verdict=entry.get("verdict"), reply=entry.get("reply"),
+                agent=entry.get("agent") or "", command=hide(entry.get("command") or ""),
+                values=sorted(env.items(), key=lambda kv: (len(kv[0]), kv[0])),
+                stdout=hide(entry.get("stdout") or ""), outputs=_json(hide(entry.get("outputs"))),
+                verdict=entry.get("verdict"), reply=hide(entry.get("reply")),
                 reply_by=entry.get("reply_by") or "", reply_at=to_datetime(entry.get("reply_at")),
                 seconds=finished - started if started is not None and finished is not None else None,
                 cost=entry.get("cost") or 0.0, tokens=entry.get("tokens") or 0)
@@ -66,6 +69,11 @@ class StepPanel:
     printed: StepOutput | None  # the current attempt's output so far (a shell step), with its stderr
     calls: list[Call]  # a loop step's, in order
     loop_count: str  # "iteration 3 of 8", "cycle 1 of 2": where a loop step is
+    # What the step printed (the step's row, the current attempt's output so far), as shown: an argument that
+    # reads as a secret redacted, as in its calls.
+    stdout: str = ""
+    printed_stdout: str = ""
+    printed_stderr: str = ""
 
     @property
     def running(self) -> bool:
@@ -95,9 +103,12 @@ def step_panel(run: Run, step: str) -> StepPanel | None:
     printed = StepOutput.objects.filter(run=run, step=step, attempt=row.attempt).first()
     spec = run_workflow(run).by_id.get(step)
     calls, count = [], ""
+    hide = hider(run.args)
     if spec is not None and spec.model.loop is not None and row.iteration:
-        calls = [_call(entry) for entry in step_iterations(run, step)]
+        calls = [_call(entry, hide) for entry in step_iterations(run, step)]
         count = loop_count(spec.model.loop, row.iteration)
     return StepPanel(run=run, row=row, times=step_times(run, step),
-                     given=_json(row.dispatch), outputs=_json(row.outputs), approvals=approvals, printed=printed,
-                     calls=calls, loop_count=count)
+                     given=_json(hide(row.dispatch)), outputs=_json(hide(row.outputs)), approvals=approvals,
+                     printed=printed, calls=calls, loop_count=count, stdout=hide(row.stdout or ""),
+                     printed_stdout=hide(printed.stdout if printed else ""),
+                     printed_stderr=hide(printed.stderr if printed else ""))
