@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_POST
 
 from forge.console.inbox import reply_ask
@@ -36,6 +37,7 @@ def _typed(request) -> str:
     return request.POST.get("text", "")
 
 
+@sensitive_post_parameters("text")  # an error report never repeats a reply (kept with the run, never logged)
 @login_required
 @require_POST
 def reply_give(request, approval_id: int):
