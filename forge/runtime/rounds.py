@@ -135,7 +135,10 @@ class Round:
             commands = self.interpreter.advance(event)
         except EventRejected as exc:
             step = getattr(event, "step", "") or ""
-            effects.log("rejected", step, {"event": event.to_json(), "reason": str(exc)})
+            said = event.to_json()
+            if isinstance(event, ev.ReplyGiven):  # a reply nobody took is streamed to every watcher: no text
+                said = {**{k: v for k, v in said.items() if k != "text"}, **reply_detail(event.text)}
+            effects.log("rejected", step, {"event": said, "reason": str(exc)})
             if isinstance(event, ev.ApprovalDecided):
                 # A timeout or a halt ended the approval first; its row says so (written from the interpreter).
                 effects.audit("forge.approval.decision_too_late", step=step, actor=_decider(event),

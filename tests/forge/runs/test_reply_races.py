@@ -1,6 +1,7 @@
 """Races on a loop's reply request (spec section 9): two people answering at once, and a reply that arrives as
 the step's timeout fires. Exactly one outcome is taken, the other is refused in words, the audit says it once."""
 
+import json
 import threading
 
 import pytest
@@ -8,7 +9,7 @@ from django.db import connection, transaction
 
 from forge.audit.models import AuditEvent
 from forge.runs import services
-from forge.runs.models import Approval
+from forge.runs.models import Approval, RunEvent
 from forge.runtime.rounds import advance
 from tests.forge.conftest import steps_of
 from tests.forge.runs.test_reply_give import TIMED, pending, start
@@ -62,3 +63,23 @@ def test_a_reply_in_before_the_timeout_is_taken_though_the_run_takes_it_after(sa
     assert steps_of(run)["ask"].status != "timed_out"
     assert AuditEvent.objects.filter(run_id=run.pk, code="forge.approval.answered").count() == 1
     assert not AuditEvent.objects.filter(run_id=run.pk, code="forge.approval.reply_too_late").exists()
+
+
+def test_a_reply_that_comes_after_a_cancel_is_refused_and_its_text_is_not_streamed(save_workflow, operator,
+                                                                                    approver, monkeypatch):
+    run = start(save_workflow, operator)
+    approval = pending(run)
+    monkeypatch.setattr(transaction, "on_commit", lambda *a, **k: None)  # both wait in the inbox, the cancel first
+    services.run_cancel(user=operator, run=run)
+    services.reply_give(user=approver, approval=approval, text="a private answer")
+    monkeypatch.undo()
+    advance(run.pk)
+    run.refresh_from_db()
+    approval.refresh_from_db()
+    assert (run.status, approval.status, approval.reply) == ("cancelled", Approval.EXPIRED, "")
+    rejected = RunEvent.objects.get(run=run, kind="rejected")
+    assert "a private answer" not in json.dumps(rejected.data)
+    assert rejected.data["event"]["length"] == len("a private answer")
+    too_late = AuditEvent.objects.get(run_id=run.pk, code="forge.approval.reply_too_late")
+    assert too_late.detail["length"] == len("a private answer")
+    assert "a private answer" not in json.dumps(too_late.detail)
