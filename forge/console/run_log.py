@@ -1,7 +1,7 @@
 """A run's log: every step's events (status changes, errors, governance decisions, approvals) and what its
 attempts printed, in one stream ordered by the run's event ids. Output comes from where it is stored with its
 secrets already replaced (StepOutput for shell steps, the step row's stdout for others), placed at the event that
-ended its attempt."""
+ended its attempt; a loop step's calls each print at the event that ended the call (the state's history)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from engine.interpreter.state import StepStatus, Wait
 from forge.console.attempts import WAIT_NAMES, WAIT_SAYS
 from forge.runs.decision_words import decided_words
 from forge.runs.models import Run, RunEvent, StepOutput, StepResult
+from forge.runs.selectors import step_iterations
 from forge.runs.sentences import never_ran, status_word
 
 LEVELS = ("info", "warning", "error")
@@ -99,9 +100,14 @@ class Query:
     limit: int = 500
 
 
-def _outputs(run: Run, step: str) -> dict[tuple[str, int], list[tuple[str, str]]]:
-    """(step, attempt) -> [(stream, text)]: what each attempt printed, where it is stored."""
-    printed: dict[tuple[str, int], list[tuple[str, str]]] = {}
+def _outputs(run: Run, step: str, ends: dict) -> dict[tuple, list[tuple[str, str]]]:
+    """(step, attempt) -> [(stream, text)]: what each attempt printed, where it is stored; and (step, attempt,
+    call) -> the stdout of each call of a loop step whose end is in `ends`."""
+    printed: dict[tuple, list[tuple[str, str]]] = {}
+    for loop_step in sorted({end[0] for end in ends.values() if len(end) == 3}):
+        for call in step_iterations(run, loop_step):
+            if call.get("stdout"):
+                printed[(loop_step, call.get("attempt") or 0, call.get("name"))] = [("stdout", call["stdout"])]
     rows = StepOutput.objects.filter(run=run)
     if step:
         rows = rows.filter(step=step)
@@ -115,18 +121,22 @@ def _outputs(run: Run, step: str) -> dict[tuple[str, int], list[tuple[str, str]]
     return printed
 
 
-def _attempt_ends(run: Run, step: str) -> dict[int, tuple[str, int]]:
-    """event id -> (step, attempt) of each step event that ended an attempt (the event after its `running`)."""
+def _attempt_ends(run: Run, step: str) -> dict[int, tuple]:
+    """event id -> (step, attempt) of each step event that ended an attempt (the event after its `running`), or
+    (step, attempt, call) for a loop step's call: ended by the next call's `running` too (a review's by its fix)."""
     events = RunEvent.objects.filter(run=run, kind="step")
     if step:
         events = events.filter(step=step)
-    running: dict[str, int] = {}
-    ends: dict[int, tuple[str, int]] = {}
+    running: dict[str, tuple] = {}
+    ends: dict[int, tuple] = {}
     for event_id, s, data in events.order_by("id").values_list("id", "step", "data").iterator(chunk_size=2000):
+        key = (s, data.get("attempt") or 0) + ((data["call"],) if data.get("call") else ())
         if data.get("status") == StepStatus.RUNNING:
-            running[s] = data.get("attempt") or 0
+            if len(running.get(s, ())) == 3 and running[s] != key:
+                ends[event_id] = running[s]  # the call before this one printed what it printed
+            running[s] = key
         elif s in running:
-            ends[event_id] = (s, running.pop(s))
+            ends[event_id] = running.pop(s)
     return ends
 
 
@@ -141,7 +151,7 @@ def run_log(run: Run, query: Query) -> tuple[list[Entry], int | None, int]:
     more = len(page) > query.limit
     page = page[:query.limit]
     ends = _attempt_ends(run, query.step) if any(kind == "step" for _, kind, *_ in page) else {}
-    printed = _outputs(run, query.step) if ends else {}
+    printed = _outputs(run, query.step, ends) if ends else {}
     least = LEVELS.index(query.level)
     needle = query.text.casefold()
     entries = []
@@ -158,6 +168,10 @@ def _entries(page, ends, printed) -> Iterator[Entry]:
     for event_id, kind, step, data, at in page:
         level, text = _event_entry(kind, data)
         when = at.isoformat()
+        output = [Entry(event_id, when, "warning" if stream == "stderr" else "info", step, stream, out)
+                  for stream, out in printed.get(ends.get(event_id), ())]
+        if kind == "step" and data.get("status") == StepStatus.RUNNING:  # the call before printed before it
+            yield from output
+            output = []
         yield Entry(event_id, when, level, step, kind, text)
-        for stream, output in printed.get(ends.get(event_id), ()):
-            yield Entry(event_id, when, "warning" if stream == "stderr" else "info", step, stream, output)
+        yield from output

@@ -95,3 +95,13 @@ def test_the_run_log_names_which_call_of_a_loop_step_is_running(client, save_wor
     running = [e["text"] for e in entries if e["kind"] == "step" and e["text"].startswith("running")]
     assert running == ["running · attempt 1 · review", "running · attempt 1 · review_fix_1",
                        "running · attempt 1 · review_2"]
+
+
+def test_the_run_log_shows_what_each_call_of_a_loop_step_printed_after_it(client, save_workflow, operator):
+    run = fast_forward(services.run_start(user=operator, version=save_workflow(REVIEW)))
+    client.force_login(operator)
+    entries = client.get(reverse("console:run_log", args=[run.pk]), {"step": "review"}).json()["entries"]
+    said = [e["text"] for e in entries if e["kind"] in ("step", "stdout") and not e["text"].startswith("pending")]
+    assert said == ["running · attempt 1 · review", "Missing tests.\nVERDICT: REQUEST_CHANGES",
+                    "running · attempt 1 · review_fix_1", "Added the tests.",
+                    "running · attempt 1 · review_2", "completed · attempt 1", "VERDICT: APPROVED"]
