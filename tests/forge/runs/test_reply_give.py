@@ -313,6 +313,13 @@ class TestCommandLine:
         assert "already answered" in err
         assert Approval.objects.get(run=run, iteration=1).reply == "Friday noon"
 
+    def test_forge_reply_acts_as_the_user_named_after_the_command_too(self, operator, approver, save_workflow):
+        run = start(save_workflow, operator)
+        code, _, err = self.forge("reply", str(run.pk), "ask", "Friday noon", "--user", approver.username)
+        assert (code, err) == (0, "")
+        answered = Approval.objects.get(run=run, iteration=1)
+        assert (answered.reply, answered.decided_by) == ("Friday noon", approver)
+
     def test_forge_reply_reads_a_file(self, operator, save_workflow, tmp_path):
         run = start(save_workflow, operator)
         answer = tmp_path / "answer.txt"

@@ -7,6 +7,7 @@ exits like `python -m engine run`: 0 completed, 1 failed or cancelled,
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -97,6 +98,8 @@ class Command(BaseCommand):
         workflows.add_argument("--json", action="store_true")
         schedules_cli.add_parsers(sub)
         accounts_cli.add_parsers(sub)
+        for command in sub.choices.values():  # `forge reply 1 ask TEXT --user april` as well as before the command
+            command.add_argument("--user", default=argparse.SUPPRESS, help="act as this user")
 
     def handle(self, *args, **options):
         try:
