@@ -130,18 +130,24 @@ def approval_decide(*, user, approval: Approval, decision: str, comment: str = "
             raise ServiceError(f"{decision!r} does not answer this {approval.kind}; "
                                f"choose one of {', '.join(approval.options)}")
         now = timezone.now()
-        if approval.expires_at is not None and approval.expires_at <= now:
-            # Nothing is decided; the run records the timeout (committing this block only queues that).
-            transaction.on_commit(lambda: enqueue_advance(approval.run_id))
-            timed_out = approval.expires_at
-        else:
-            timed_out = None
+        timed_out = _timed_out(approval, now)
+        if timed_out is None:
             _request_decision(user, approval, decision, comment, now)
     if timed_out:
         raise ServiceError(f"this {approval.kind} timed out at {timed_out:%Y-%m-%d %H:%M:%S} UTC, before the "
                            f"decision; the step ends as timed out")
     approval.refresh_from_db()  # decided already if the run advanced in this process (django-q2's sync mode)
     return approval
+
+
+def _timed_out(approval: Approval, now):
+    """When the request ended unanswered by its step's timeout, or None. Nothing is then decided or answered: the
+    run records the timeout (committing the caller's block only queues that)."""
+    if approval.expires_at is None or approval.expires_at > now:
+        return None
+    run_id = approval.run_id
+    transaction.on_commit(lambda: enqueue_advance(run_id))
+    return approval.expires_at
 
 
 def _request_decision(user, approval: Approval, decision: str, comment: str, now) -> None:
@@ -187,12 +193,8 @@ def reply_give(*, user, approval: Approval, text: str) -> Approval:
         if problem:
             raise ServiceError(problem)
         now = timezone.now()
-        if approval.expires_at is not None and approval.expires_at <= now:
-            # Nothing is answered; the run records the timeout (committing this block only queues that).
-            transaction.on_commit(lambda: enqueue_advance(approval.run_id))
-            timed_out = approval.expires_at
-        else:
-            timed_out = None
+        timed_out = _timed_out(approval, now)
+        if timed_out is None:
             _request_reply(user, approval, text, now)
     if timed_out:
         raise ServiceError(f"this reply request timed out at {timed_out:%Y-%m-%d %H:%M:%S} UTC, before the reply; "
