@@ -46,6 +46,9 @@ def may_decide(user, approval: Approval) -> str | None:
         return None
     if approval.kind == Approval.REPLY:
         return may_reply(user, approval)
+    unseen = _cannot_see(user)
+    if unseen:
+        return unseen
     if not may_approve(user, approval.approvers):
         if approval.approvers:
             return f"this approval needs a member of {', '.join(sorted(approval.approvers))}"
@@ -56,18 +59,25 @@ def may_decide(user, approval: Approval) -> str | None:
     return None
 
 
+def _cannot_see(user) -> str | None:
+    """Whoever cannot see a run cannot read what they would decide or answer: the console refuses them its pages,
+    and the CLI's --user and the inbox list must not let them act on it, or list it, either."""
+    if not getattr(user, "is_active", False):
+        return "your account is inactive"
+    if not can(user, "run.view"):
+        return "you are in no group of this console, so you may not see this run or act on it"
+    return None
+
+
 def may_reply(user, approval: Approval) -> str | None:
     """Why `user` may not answer the reply request `approval`, or None when they may: a member of its approvers
     (default Operators and Approvers; Admins always), or the person who started the run (a reply is not an
     approval, so starting the run is no conflict)."""
     if user is None:
         return None
-    if not getattr(user, "is_active", False):
-        return "your account is inactive"
-    if not can(user, "run.view"):
-        # Whoever cannot see the run cannot read what they would answer (the console refuses them its pages; the
-        # CLI's --user and the inbox list must not let them answer, or list the iteration's output, either).
-        return "you are in no group of this console, so you may not see this run or answer it"
+    unseen = _cannot_see(user)
+    if unseen:
+        return unseen
     if may_reply_as_member(user, approval.approvers) or approval.run.started_by_id == user.pk:
         return None
     if approval.approvers:

@@ -153,13 +153,13 @@ class TestApprovalStep:
 
 
 class TestWhoMayDecide:
-    @pytest.mark.parametrize("who", ["outsider", "operator"])
+    @pytest.mark.parametrize("who, why", [("outsider", "in no group of this console"), ("operator", "not an approver")])
     def test_people_who_are_not_approvers_are_refused_and_nothing_changes(self, request, operator, save_workflow,
-                                                                          who):
+                                                                          who, why):
         run = start(save_workflow, operator)
         approval = pending(run, "sign_off")
         before = snapshot(run, approval)
-        with pytest.raises(PermissionDenied, match="not an approver"):
+        with pytest.raises(PermissionDenied, match=why):
             services.approval_decide(user=request.getfixturevalue(who), approval=approval, decision="approve")
         assert snapshot(run, approval) == before
 
@@ -195,12 +195,13 @@ class TestWhoMayDecide:
 
 
 class TestNamedApproverGroups:
-    """`approvers: [Finance]`: Finance members decide, whether or not they are also in Approvers."""
+    """`approvers: [Finance]`: Finance members decide, whether or not they are also in Approvers (they must be in a
+    group of the console, as everyone who sees runs: Operators here)."""
 
     @pytest.fixture
     def finance(self, db):
         Group.objects.create(name="Finance")
-        return member("fiona", "Finance")
+        return member("fiona", "Finance", "Operators")
 
     def test_a_finance_member_decides_it_and_an_approver_outside_finance_cannot(
             self, operator, approver, finance, save_workflow):
@@ -216,9 +217,21 @@ class TestNamedApproverGroups:
         assert Approval.objects.get(run=run, step="sign_off").decided_by == finance
         assert AuditEvent.objects.get(code="forge.approval.approved", run_id=run.pk).actor == "fiona"
 
+    def test_a_finance_member_in_no_group_of_the_console_cannot_decide_it_nor_list_it(
+            self, operator, finance, save_workflow):
+        finance.groups.remove(Group.objects.get(name="Operators"))  # the console refuses her every page of the run
+        run = start(save_workflow, operator, FINANCE)
+        approval = pending(run, "sign_off")
+        before = snapshot(run, approval)
+        with pytest.raises(PermissionDenied, match="in no group of this console"):
+            services.approval_decide(user=finance, approval=approval, decision="approve")
+        out = io.StringIO()
+        call_command("forge", "--user", finance.username, "approvals", "--json", stdout=out)
+        assert json.loads(out.getvalue()) == []
+        assert snapshot(run, approval) == before
+
     def test_the_finance_member_who_started_the_run_decides_it_only_with_self_approval_allowed(
             self, finance, save_workflow):
-        finance.groups.add(Group.objects.get(name="Operators"))
         run = start(save_workflow, finance, FINANCE)
         approval = pending(run, "sign_off")
         before = snapshot(run, approval)
