@@ -7,5 +7,6 @@ urlpatterns = [
     path("", include("forge.console.urls")),
 ]
 
+handler400 = "forge.console.views.pages.bad_request"
 handler403 = "forge.console.views.pages.refused"
 handler404 = "forge.console.views.pages.not_found"

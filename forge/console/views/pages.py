@@ -40,6 +40,14 @@ def not_found(request, exception=None):
     return _error(request, exception, 404, "Not found", "there is no page at this address")
 
 
+def bad_request(request, exception=None):
+    """A 400 in the console's layout: a request Django could not read (a body over its size bound, a malformed
+    one). Its own words name no internals: Django's exceptions say what a person sending a form cannot act on."""
+    return _error(request, None, 400, "The request could not be read",
+                  "the request was too large or malformed, and nothing was changed; a form's fields are bounded, so "
+                  "this comes from a client that sent more than the console takes")
+
+
 def _error(request, exception, status: int, title: str, default: str):
     said = exception.args[0] if exception is not None and exception.args else ""
     # a resolver's 404 says a dict, not words for people
@@ -47,8 +55,8 @@ def _error(request, exception, status: int, title: str, default: str):
     response = render(request, "console/error.html", {"title": title, "reason": reason, "status": status},
                       status=status)
     # One line in the log: Django's own line carries the exception's traceback, once per refused request.
-    log_response("%s %s: %s (%s)", "Forbidden" if status == 403 else "Not Found", request.path, reason,
-                 request.user.get_username() if getattr(request, "user", None) else "-",
+    log_response("%s %s: %s (%s)", {400: "Bad Request", 403: "Forbidden"}.get(status, "Not Found"), request.path,
+                 reason, request.user.get_username() if getattr(request, "user", None) else "-",
                  response=response, request=request, level="warning")
     return response
 

@@ -8,6 +8,7 @@ import re
 from datetime import datetime, timedelta, timezone as dt_timezone
 
 import pytest
+from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
@@ -229,3 +230,17 @@ def test_a_reply_after_the_request_expired_is_refused_and_changes_nothing(client
     said = reply(client, asked, "too late", headers=HTMX).content.decode()
     assert "Nothing was sent. Run " in said and "has ended (failed); it takes no more replies." in said
     assert "This request is expired: it takes no more replies." in said
+
+
+def test_a_body_over_the_size_bound_is_a_400_in_the_console_s_layout_and_changes_nothing(client, interview,
+                                                                                        approver):
+    asked = pending(interview)
+    client.force_login(approver)
+    body = "text=" + "a" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1) + "&place=inbox"
+    page = client.post(reverse("console:reply", args=[asked.pk]), body,
+                       content_type="application/x-www-form-urlencoded")
+    html = page.content.decode()
+    assert page.status_code == 400
+    assert 'class="topbar"' in html and "The request was too large or malformed, and nothing was changed" in html
+    assert pending(interview) == asked and asked.reply == "" and not RunInput.objects.filter(
+        run=interview, key__startswith="reply").exists()
