@@ -5,13 +5,14 @@ ended its attempt; a loop step's calls each print at the event that ended the ca
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from django.db.models import Max
 
 from engine.interpreter.state import StepStatus, Wait
 from forge.console.attempts import WAIT_NAMES, WAIT_SAYS
+from forge.console.secret_args import hider
 from forge.runs.decision_words import decided_words
 from forge.runs.models import Run, RunEvent, StepOutput, StepResult
 from forge.runs.selectors import step_iterations
@@ -155,7 +156,9 @@ def run_log(run: Run, query: Query) -> tuple[list[Entry], int | None, int]:
     least = LEVELS.index(query.level)
     needle = query.text.casefold()
     entries = []
+    hide = hider(run.args)  # an argument that reads as a secret: printed or in an error, shown redacted
     for entry in _entries(page, ends, printed):
+        entry = replace(entry, text=hide(entry.text))
         if LEVELS.index(entry.level) < least:
             continue
         if needle and needle not in entry.text.casefold() and needle not in entry.step.casefold():

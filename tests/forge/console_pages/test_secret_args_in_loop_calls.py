@@ -55,3 +55,17 @@ def test_the_hider_redacts_what_the_run_header_redacts_and_nothing_else():
     assert hide({"env": {"FORGE_V1": "tok-4242-hidden"}, "n": 1}) == {"env": {"FORGE_V1": "[redacted]"}, "n": 1}
     assert hider(None)("tok-4242-hidden") == "tok-4242-hidden"
 
+
+
+def test_a_secret_argument_a_step_printed_is_redacted_in_the_run_log_and_its_download(
+        client, save_workflow, operator, approver, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.run_start(user=operator, version=save_workflow(ASKS.replace("AGENT", "shell")),
+                                 args={"api_token": TOKEN})
+    run = fast_forward(run)
+    client.force_login(approver)
+    entries = client.get(reverse("console:run_log", args=[run.pk])).json()["entries"]
+    printed = [e["text"] for e in entries if e["kind"] == "stdout"]
+    assert printed == ["called with [redacted] in eu-west"]
+    download = client.get(reverse("console:run_log", args=[run.pk]), {"format": "text"}).content.decode()
+    assert "called with [redacted] in eu-west" in download and TOKEN not in download
