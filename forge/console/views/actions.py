@@ -27,7 +27,7 @@ from forge.runs.selectors import runs_for_user
 MAX_TEXT = 2000
 
 
-def _back(request, fallback: str):
+def back(request, fallback: str):
     target = request.POST.get("next", "")
     if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
         return HttpResponseRedirect(target)  # not redirect(), which would read "nan" as the name of a URL
@@ -85,7 +85,7 @@ def approval_decide(request, approval_id: int):
             messages.error(request, sentence(exc))
     if sent_by_htmx(request):
         return said(request)
-    return _back(request, reverse("console:run", args=[approval.run_id]))
+    return back(request, reverse("console:run", args=[approval.run_id]))
 
 
 @login_required

@@ -15,7 +15,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_POST
 
 from forge.console.inbox import reply_ask
-from forge.console.views.actions import _back, sentence
+from forge.console.views.actions import back, sentence
 from forge.console.views.pages import require_view
 from forge.console.views.said import said, sent_by_htmx
 from forge.runs import services
@@ -59,7 +59,7 @@ def reply_give(request, approval_id: int):
         messages.success(request, f"Your reply to {approval.step} (iteration {approval.iteration}) was {who}.")
         if sent_by_htmx(request):
             return said(request)  # the card goes; the next request, if any, comes with the run's events
-    return _back(request, reverse("console:run", args=[approval.run_id]))
+    return back(request, reverse("console:run", args=[approval.run_id]))
 
 
 def _card_again(request, approval: Approval, *, problem: str, text: str):
