@@ -120,6 +120,11 @@ class LocalRunner:
             return (event.step, event.attempt) in self._cancelled
         return False
 
+    def _waits_on_a_person(self, event: Any) -> bool:
+        """A timer that only ends a wait for a person's decision or reply (its expiry)."""
+        timer = self.interpreter.state.timers.get(event.timer) if isinstance(event, ev.TimerFired) else None
+        return timer is not None and timer["purpose"] == "approval_timeout"
+
     def _next(self) -> bool:
         """Feed the next event; False when nothing more can happen."""
         while self._heap and self._stale(self._heap[0][2]):
@@ -142,8 +147,8 @@ class LocalRunner:
             else:
                 return False
             return True
-        if not self._heap and not self._jobs:
-            return False
+        if not self._jobs and all(self._waits_on_a_person(event) for _, _, event in self._heap):
+            return False  # only a person could go on (spec 12: paused); in real time nobody waits for the expiry
         wait = max(0.0, self._heap[0][0] - time.time()) if self._heap else None
         if self._jobs:
             try:

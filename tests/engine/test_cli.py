@@ -390,3 +390,30 @@ def test_a_workflow_ref_cycle_exits_2_with_code_cycle(tmp_path):
     code, report = engine_json("run", path, "--fast", timeout=30)
     assert code == 2 and [p["code"] for p in report["problems"]] == ["cycle"]
     assert "a -> b -> a" in report["problems"][0]["message"]
+
+
+WAITS_AN_HOUR = """
+name: waits_an_hour
+steps:
+  - id: ask
+    agent: mock
+    command: "Question ${loop.iteration}"
+    timeout: 1h
+    loop: {max_iterations: 3, gate: reply}
+  - id: sign_off
+    approval: required
+    timeout: 1h
+"""
+
+
+def test_in_real_time_a_run_that_only_a_person_can_go_on_with_ends_paused_at_once(tmp_path):
+    """Spec 12: no answer given -> paused; the requests' expiry an hour away is no reason to wait (only --fast
+    moves the clock to it)."""
+    path = tmp_path / "waits.yaml"
+    path.write_text(WAITS_AN_HOUR)
+    code, result = engine_json("run", path, timeout=120)
+    assert (code, result["status"]) == (3, "paused")
+    assert [(a["step"], a["kind"], a["status"]) for a in result["approvals"]] == [
+        ("sign_off", "approval", "pending"), ("ask", "reply", "pending")]
+    code, result = engine_json("run", path, "--fast")
+    assert (code, result["status"], [a["status"] for a in result["approvals"]]) == (1, "failed", ["expired"] * 2)
