@@ -13,6 +13,7 @@ from typing import Any
 
 from engine.expressions import EvaluationError
 from engine.interpreter import events as ev
+from engine.interpreter import steps
 from engine.interpreter.state import StepState, StepStatus, Wait
 from engine.outputs import coerce_outputs
 
@@ -202,9 +203,9 @@ class LoopHandling:
         spec, st = self._specs[i], self._st[i]
         loop = spec.model.loop
         try:
-            message = spec.approval_message.render(self._loop_scope(i)) if spec.approval_message else ""
-        except Exception as exc:  # a TemplateError: the message cannot be written, the step cannot go on
-            self._fail(i, "template_error", str(exc), False)
+            message = steps.approval_message(spec, self._loop_scope(i))
+        except steps.StepFailure as exc:  # the message cannot be written: the step cannot go on
+            self._fail(i, exc.code, str(exc), False)
             return
         if not message:
             message = f"Iteration {st.iteration} of at most {loop.max_iterations} is done: reply to go on."
@@ -215,11 +216,7 @@ class LoopHandling:
             self._timer(i, spec.model.timeout_s, "approval_timeout")
 
     def _on_reply_given(self, event: ev.ReplyGiven) -> None:
-        i = self._index.get(event.step)
-        record = None
-        if i is not None:
-            record = next((a for a in reversed(self.state.approvals)
-                           if a["step"] == event.step and a["status"] == "pending"), None)
+        i, record = self._pending_request(event.step)
         if record is None or record["kind"] != "reply":
             raise ev.EventRejected(f"step {event.step!r} is not waiting for a reply")
         problem = reply_problem(event.text)

@@ -194,12 +194,16 @@ class Interpreter(FailureHandling, LoopHandling):
         self._set(i, WAITING, Wait.HOLD)
         self._request(i, "hold", APPROVAL_OPTIONS, event.message or f"held by the {event.gate} gate")
 
+    def _pending_request(self, step: str) -> tuple[int | None, dict | None]:
+        """The step's index and its pending request for a person (approval, escalation, hold or reply), if any."""
+        i = self._index.get(step)
+        if i is None:
+            return None, None
+        return i, next((a for a in reversed(self.state.approvals) if a["step"] == step and a["status"] == "pending"),
+                       None)
+
     def _on_approval_decided(self, event: ev.ApprovalDecided) -> None:
-        i = self._index.get(event.step)
-        record = None
-        if i is not None:
-            record = next((a for a in reversed(self.state.approvals)
-                           if a["step"] == event.step and a["status"] == "pending"), None)
+        i, record = self._pending_request(event.step)
         if record is None:
             raise EventRejected(f"step {event.step!r} has no pending approval")
         if record["kind"] == "reply":
