@@ -26,7 +26,7 @@ from engine.runner import DecisionMismatch, LocalRunner, log_command
 from engine.validation import Report, load_workflow, validate_source
 from engine.terminal import (
     EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run, print_validation,
-    replies,
+    replies, unasked_note, unasked_replies,
 )
 from engine.yamlload import YamlLoadError, load
 
@@ -151,10 +151,8 @@ def cmd_run(args) -> int:
         if decision not in DECISIONS:
             raise UsageError(f"--decide {step}={decision}: the decision must be one of {', '.join(DECISIONS)}")
     answers = replies(args.reply)
-    for step in answers:
-        if step not in workflow.by_id or not _asks_for_replies(workflow.by_id[step]):
-            print(f"python -m engine: note: --reply {step}=... is ignored: the workflow has no step {step!r} with "
-                  "a reply gate", file=sys.stderr)
+    for step in unasked_replies(workflow, answers):
+        print(f"python -m engine: {unasked_note(step)}", file=sys.stderr)
     try:
         run_args = resolve_args(workflow.document, raw_args, from_text=True)
     except ArgumentsInvalid as exc:
@@ -191,11 +189,6 @@ def cmd_run(args) -> int:
             print(f"waiting for a decision on {approval['step']} ({approval['kind']}): {approval['message']}\n"
                   f"  answer with --decide {approval['step']}={'|'.join(approval['options'])}")
     return {"completed": EXIT_OK, "paused": EXIT_PAUSED}.get(outcome.status, EXIT_FAILED)
-
-
-def _asks_for_replies(spec) -> bool:
-    loop = spec.model.loop
-    return loop is not None and loop.gate == "reply"
 
 
 def _check_workflow_refs(path: Path, workflow, library) -> Problem | None:

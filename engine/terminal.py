@@ -42,6 +42,19 @@ def replies(items: list[str], flag: str = "--reply") -> dict[str, list[str]]:
     return found
 
 
+def unasked_replies(workflow, answers: dict[str, list[str]]) -> list[str]:
+    """The steps of `--reply` answers that no reply gate of `workflow` asks for (ignored, as spec 9 says)."""
+    def asks(step: str) -> bool:
+        loop = workflow.by_id[step].model.loop if step in workflow.by_id else None
+        return loop is not None and loop.gate == "reply"
+
+    return [step for step in answers if not asks(step)]
+
+
+def unasked_note(step: str) -> str:
+    return f"note: --reply {step}=... is ignored: the workflow has no step {step!r} with a reply gate"
+
+
 def print_problems(path: str, report_: Report, write=print) -> None:
     """One line per problem and warning, as `FILE:LINE:COLUMN: error CODE [STEP]: message`."""
     for kind, items in (("error", report_.problems), ("warning", report_.warnings)):

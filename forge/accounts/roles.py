@@ -60,22 +60,25 @@ def deciding_groups(approvers: Iterable[str]) -> frozenset[str]:
     return frozenset(approvers or (APPROVERS,)) | {ADMINS}
 
 
+REPLYING_BY_DEFAULT = (OPERATORS, APPROVERS)  # who answers a reply request naming no group (and the run's starter)
+
+
 def replying_groups(approvers: Iterable[str]) -> frozenset[str]:
     """The groups whose members may answer a loop's reply request naming `approvers`: the named groups, or
     Operators and Approvers when none is named; Admins always (a reply is not an approval: see `may_reply` in
     forge.runs.selectors for the run's starter)."""
-    return frozenset(approvers or (OPERATORS, APPROVERS)) | {ADMINS}
+    return frozenset(approvers or REPLYING_BY_DEFAULT) | {ADMINS}
+
+
+def _member_of_any(user, groups: frozenset[str]) -> bool:
+    return _active(user) and (user.is_superuser or bool(group_names(user) & groups))
 
 
 def may_approve(user, approvers: Iterable[str]) -> bool:
     """Whether `user` belongs to a group that may decide an approval naming `approvers`."""
-    if not _active(user):
-        return False
-    return user.is_superuser or bool(group_names(user) & deciding_groups(approvers))
+    return _member_of_any(user, deciding_groups(approvers))
 
 
 def may_reply_as_member(user, approvers: Iterable[str]) -> bool:
     """Whether `user` belongs to a group that may answer a reply request naming `approvers`."""
-    if not _active(user):
-        return False
-    return user.is_superuser or bool(group_names(user) & replying_groups(approvers))
+    return _member_of_any(user, replying_groups(approvers))

@@ -8,11 +8,11 @@ from typing import Iterable
 
 from engine.interpreter.state import StepStatus, Wait
 from engine.terminal import never_ran, status_word  # the CLIs' status words are the console's
+from forge.accounts.roles import REPLYING_BY_DEFAULT
 
 NAMED_UPSTREAM = 5  # upstream steps named in a sentence; more read "and N more" (a fan-in has hundreds)
 PEOPLE_WAITS = {Wait.APPROVAL: "approval", Wait.ESCALATION: "a decision on its failure (retry, skip or abort)",
                 Wait.HOLD: "a governance hold to be approved"}
-REPLY_DEFAULT = ("Operators", "Approvers")  # who may answer a reply request naming no group (and the run's starter)
 __all__ = ["never_ran", "repliers", "status_class", "status_word", "upstream_sentence", "why_not_running"]
 
 
@@ -23,7 +23,7 @@ def status_class(status: str, error_code: str | None) -> str:
 
 def repliers(approvers: Iterable[str]) -> str:
     """The groups that may answer a reply request, in words ("Operators or Approvers")."""
-    return " or ".join(sorted(approvers) or REPLY_DEFAULT)
+    return " or ".join(sorted(approvers) or REPLYING_BY_DEFAULT)
 
 
 def upstream_sentence(waiting_for: list[str]) -> str:

@@ -21,7 +21,7 @@ from engine.interpreter import DECISIONS
 from engine.terminal import (
     EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run, print_validation,
 )
-from engine.terminal import replies as reply_pairs
+from engine.terminal import replies as reply_pairs, unasked_note, unasked_replies
 from engine.problems import Problem
 from engine.validation import Report, validate_source
 from forge.accounts import cli as accounts_cli
@@ -148,13 +148,8 @@ class Command(BaseCommand):
         bad = [f"{k}={v}" for k, v in decisions.items() if v not in DECISIONS]
         if bad:
             raise services.ServiceError(f"--decide {bad[0]}: the decision must be one of {', '.join(DECISIONS)}")
-        steps = new_run_workflow(version)[0].by_id if replies else {}
-        for step in replies:
-            loop = steps[step].model.loop if step in steps else None
-            if loop is None or loop.gate != "reply":
-                # As the local runner: a reply for a step that never asks is ignored.
-                self.stderr.write(f"forge: note: --reply {step}=... is ignored: the workflow has no step {step!r} "
-                                  "with a reply gate")
+        for step in unasked_replies(new_run_workflow(version)[0], replies) if replies else ():
+            self.stderr.write(f"forge: {unasked_note(step)}")  # as the local runner: ignored
         run = services.run_start(user=self.user, version=version, args=pairs(options["arg"], "--arg"),
                                  args_from_text=True)
         self.stderr.write(f"run {run.pk} of {version} started")
