@@ -43,6 +43,24 @@ def parse_duration(value: Any) -> float:
     return seconds
 
 
+_RUN_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([smhd])\s*$")
+MAX_RUN_TIMEOUT_S = 7 * 24 * 3600  # the document timeout's own bound (spec 15); an installation may lower it
+
+
+def parse_run_timeout(value: Any) -> float:
+    """Seconds from a document's `timeout`: a step timeout's forms plus "<n>d", at most MAX_RUN_TIMEOUT_S."""
+    if isinstance(value, str) and (match := _RUN_DURATION.match(value)) and match.group(2) == "d":
+        seconds = float(match.group(1)) * 86400
+        if not 0 < seconds <= MAX_RUN_TIMEOUT_S:
+            raise ValueError(f"must be more than 0 and at most {MAX_RUN_TIMEOUT_S} seconds (7 days)")
+        return seconds
+    try:
+        return parse_duration(value)
+    except ValueError:
+        raise ValueError("must be a number of seconds or a string such as \"90s\", \"5m\", \"1h\", \"2d\", "
+                         "more than 0 and at most 7 days") from None
+
+
 def _is_extension(key: Any) -> bool:
     return isinstance(key, str) and key.startswith("x-")
 
@@ -156,6 +174,16 @@ class MockSpec(Strict):
     sequence: list[MockCall] | None = Field(default=None, min_length=1, max_length=1000)
 
 
+class AgentConfig(Strict):
+    """A step's overlay of its agent's settings (spec 15); which keys are allowed is the agent's to say, checked
+    when the run starts."""
+
+    model: str | None = Field(default=None, min_length=1, max_length=128)
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+
+
 class WorkflowRef(Strict):
     name: str
     version: int | None = Field(default=None, ge=1)
@@ -188,6 +216,8 @@ class Step(Strict):
     library_step: str | None = None
     loop: LoopSpec | None = None
     capabilities: list[str] = Field(default_factory=list)
+    agent_config: AgentConfig | None = None
+    artifacts: list[str] = Field(default_factory=list)
     # What one call is expected to cost, reserved against budgets at dispatch (not in the spec's table:
     # docs/engine.md). It can raise the agent's own projection, never lower it.
     estimated_cost: float | None = Field(default=None, ge=0)
@@ -238,7 +268,20 @@ class Document(Strict):
     variables: dict[str, Any] = Field(default_factory=dict)
     args: dict[str, ArgSpec] = Field(default_factory=dict)
     phases: list[str] = Field(default_factory=list)
+    timeout: Any = None  # the run deadline: seconds, or "90s" / "5m" / "1h" / "2d"
+    sequential: bool = False
     steps: Any = None
+
+    @field_validator("timeout")
+    @classmethod
+    def _run_timeout(cls, value: Any) -> Any:
+        if value is not None:
+            parse_run_timeout(value)
+        return value
+
+    @property
+    def timeout_s(self) -> float | None:
+        return None if self.timeout is None else parse_run_timeout(self.timeout)
 
     @field_validator("name")
     @classmethod

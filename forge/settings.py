@@ -185,6 +185,17 @@ FORGE_GOVERNANCE_REFRESH_S = env_float("FORGE_GOVERNANCE_REFRESH_S", 1.0, minimu
 FORGE_MAX_RESTARTS = env_int("FORGE_MAX_RESTARTS", 3, minimum=0)
 FORGE_RUNNER_CONCURRENCY = env_int("FORGE_RUNNER_CONCURRENCY", 8, minimum=1)
 FORGE_WORKDIR = Path(env_str("FORGE_WORKDIR") or DATA_DIR / "work")
+# A step's `artifacts` are copied here, each at most FORGE_ARTIFACT_MAX_BYTES, a run's at most ..._RUN_MAX_BYTES.
+FORGE_ARTIFACTS_DIR = Path(env_str("FORGE_ARTIFACTS_DIR") or DATA_DIR / "artifacts")
+FORGE_ARTIFACT_MAX_BYTES = env_int("FORGE_ARTIFACT_MAX_BYTES", 10 * 1024 * 1024, minimum=1)
+FORGE_ARTIFACT_RUN_MAX_BYTES = env_int("FORGE_ARTIFACT_RUN_MAX_BYTES", 100 * 1024 * 1024, minimum=1)
+# The longest a document's `timeout` may make a run last (spec 15: its own bound, not the step timeout's).
+FORGE_RUN_TIMEOUT_MAX_S = env_int("FORGE_RUN_TIMEOUT_MAX_S", 7 * 24 * 3600, minimum=1)
+# Gateways' health: each health_url probed every FORGE_GATEWAY_PROBE_S, bounded by ..._PROBE_TIMEOUT_S; a
+# dispatch that cannot connect to any covering gateway is tried again after each of FORGE_GATEWAY_RETRY_S.
+FORGE_GATEWAY_PROBE_S = env_float("FORGE_GATEWAY_PROBE_S", 30.0, minimum=0.05)
+FORGE_GATEWAY_PROBE_TIMEOUT_S = env_float("FORGE_GATEWAY_PROBE_TIMEOUT_S", 5.0, minimum=0.05)
+FORGE_GATEWAY_RETRY_S = tuple(float(s) for s in env_list("FORGE_GATEWAY_RETRY_S", ("1", "4", "16")))
 # Where shell steps run (FORGE_SHELL_SANDBOX, FORGE_SHELL_UIDS); each agent adds its network and limits.
 # Shell agents whose steps may use the worker's network (`network: true` in their config): the operator's grant,
 # since such a step reaches what the worker reaches; an Admin cannot give it in the admin.

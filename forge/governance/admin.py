@@ -49,7 +49,8 @@ class AgentAdmin(ConfigurationAdmin):
 
 @admin.register(Gateway)
 class GatewayAdmin(ConfigurationAdmin):
-    list_display = ("name", "url", "healthy", "min_trust_level", "checked_at")
+    list_display = ("name", "url", "healthy", "min_trust_level", "checked_at", "last_error")
+    readonly_fields = ("healthy", "checked_at", "last_error", "failures")  # measured, never typed (spec 15)
     actions = ["issue_token"]
 
     @admin.action(description="Issue a new callback token (shown once)", permissions=["change"])

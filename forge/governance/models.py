@@ -71,6 +71,12 @@ class Gateway(models.Model):
     checked_at = models.DateTimeField(null=True, blank=True)
     min_trust_level = models.PositiveSmallIntegerField(default=0)
     capabilities = models.JSONField(default=list, blank=True)
+    health_url = models.URLField(blank=True, help_text="probed every FORGE_GATEWAY_PROBE_S; empty: only real "
+                                                       "dispatches measure its health")
+    cancel_url = models.URLField(blank=True, help_text="told when a step it took (202) is cancelled or times out")
+    last_error = models.CharField(max_length=300, blank=True, help_text="why the last probe or dispatch failed")
+    failures = models.PositiveIntegerField(default=0, help_text="connection failures in a row, probes and "
+                                                                 "dispatches")
 
     class Meta:
         ordering = ["name"]
@@ -107,6 +113,11 @@ class Agent(models.Model):
                                         "FORGE_AGENT_SECRET_* environment variables that token_env, api_key_env "
                                         "or secret_env name, never from here")
     gateway = models.ForeignKey(Gateway, null=True, blank=True, on_delete=models.PROTECT, related_name="agents")
+    gateways = models.ManyToManyField(Gateway, through="AgentGateway", blank=True, related_name="routed_agents",
+                                      help_text="where its steps go, in order of preference")
+    overridable = models.JSONField(default=list, blank=True,
+                                   help_text="the agent_config keys a step may set: model, reasoning_effort, "
+                                             "temperature, max_tokens")
     enabled = models.BooleanField(default=True)
     status = models.CharField(max_length=16, choices=STATUSES, default=ACTIVE)
     role = models.CharField(max_length=64, blank=True)
@@ -134,6 +145,21 @@ class Agent(models.Model):
             problems.append(problem)
         if problems:  # a shell agent's bad secret_env name is found by both: said once
             raise ValidationError({"config": list(dict.fromkeys(problems))})
+
+
+class AgentGateway(models.Model):
+    """One gateway of an agent's ordered list: a dispatch takes the first healthy one covering the step."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="routes")
+    gateway = models.ForeignKey(Gateway, on_delete=models.PROTECT, related_name="routes")
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [models.UniqueConstraint(fields=["agent", "gateway"], name="agent_gateway_once")]
+
+    def __str__(self) -> str:
+        return f"{self.agent} → {self.gateway} ({self.position})"
 
 
 def shell_network_problem(agent) -> str | None:
@@ -208,6 +234,9 @@ class TokenEvent(models.Model):
     agent = models.CharField(max_length=64, db_index=True)
     workflow = models.CharField(max_length=128, db_index=True)
     tokens = models.PositiveBigIntegerField(default=0)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    model = models.CharField(max_length=128, blank=True, help_text="the model that answered, as the agent said")
     cost = models.FloatField(default=0.0)
     reserved = models.FloatField(default=0.0, help_text="projected cost held against budgets while the call runs")
     settled = models.BooleanField(default=True, help_text="the call's result has been recorded")

@@ -134,12 +134,12 @@ def _table() -> str:
     return connection.ops.quote_name(TokenEvent._meta.db_table)
 
 
-_SETTLE_COLUMNS = ("at", "run_id", "step", "attempt", "iteration", "agent", "workflow", "tokens", "cost",
-                   "reserved", "settled")
+_SETTLE_COLUMNS = ("at", "run_id", "step", "attempt", "iteration", "agent", "workflow", "tokens", "input_tokens",
+                   "output_tokens", "model", "cost", "reserved", "settled")
 
 
 def settle(*, run_id: int, workflow: str, agent: str, step: str, attempt: int, iteration: int, tokens: int,
-           cost: float, at) -> None:
+           cost: float, at, input_tokens: int = 0, output_tokens: int = 0, model: str = "") -> None:
     """Record what one call spent, once: the first report of a cost settles its reservation (or opens its
     row), and any later report of the same call changes nothing. A report of nothing spent (a timeout the
     runtime declared, say) records nothing, so the call's real report still counts. No row count is read:
@@ -152,10 +152,12 @@ def settle(*, run_id: int, workflow: str, agent: str, step: str, attempt: int, i
     sql = (f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['%s'] * len(_SETTLE_COLUMNS))}) "
            f"ON CONFLICT ({q('run_id')}, {q('step')}, {q('attempt')}, {q('iteration')}) DO UPDATE SET "
            f"{q('at')} = excluded.{q('at')}, {q('tokens')} = excluded.{q('tokens')}, "
+           f"{q('input_tokens')} = excluded.{q('input_tokens')}, {q('output_tokens')} = excluded.{q('output_tokens')}, "
+           f"{q('model')} = excluded.{q('model')}, "
            f"{q('cost')} = excluded.{q('cost')}, {q('reserved')} = 0, {q('settled')} = excluded.{q('settled')} "
            f"WHERE NOT {table}.{q('settled')}")
     params = [connection.ops.adapt_datetimefield_value(at), run_id, step, attempt, iteration, agent, workflow,
-              tokens, cost, 0.0, True]
+              tokens, max(0, int(input_tokens)), max(0, int(output_tokens)), (model or "")[:128], cost, 0.0, True]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
 

@@ -51,6 +51,9 @@ class Run(models.Model):
                                    help_text="when the earliest delayed event of this run falls due")
     inputs_fed = models.PositiveIntegerField(default=0)
     fences = models.PositiveIntegerField(default=0, help_text="fencing numbers handed out to step executions")
+    pinned = models.JSONField(default=dict, blank=True, help_text="each agent's provider configuration, gateway "
+                              "list and prices as the run started (forge/runs/pinning.py)")
+    deadline_at = models.DateTimeField(null=True, blank=True, help_text="when the document's timeout ends the run")
     library = models.JSONField(default=dict, blank=True, help_text="the step library entries the run was "
                                                                    "started with")
 
@@ -167,9 +170,9 @@ class Approval(models.Model):
     of the run (`approval_decide`, `reply_give`)."""
 
     PENDING, APPROVED, REJECTED, EXPIRED, ANSWERED = "pending", "approved", "rejected", "expired", "answered"
-    REPLY = "reply"
+    REPLY, START = "reply", "start"
     KINDS = [("approval", "approval"), ("escalation", "escalation"), ("hold", "governance hold"),
-             (REPLY, "reply request")]
+             (REPLY, "reply request"), (START, "scheduled run's start")]
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals", db_index=False)
     key = models.CharField(max_length=64, help_text="the interpreter's id for this request")
@@ -215,3 +218,26 @@ class StepOutput(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "step", "attempt"], name="step_output_once")]
+
+
+class Artifact(models.Model):
+    """A file a step attempt left in the run's directory and its `artifacts` globs matched, kept under
+    FORGE_ARTIFACTS_DIR (`stored`), bounded by FORGE_ARTIFACT_MAX_BYTES and FORGE_ARTIFACT_RUN_MAX_BYTES."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="artifacts")
+    step = models.CharField(max_length=64)
+    attempt = models.PositiveIntegerField()
+    iteration = models.PositiveIntegerField(default=0)
+    path = models.CharField(max_length=1024, help_text="relative to the run's directory")
+    size = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    stored = models.CharField(max_length=255, help_text="its file's name under FORGE_ARTIFACTS_DIR")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "step", "attempt", "iteration", "path"]
+        constraints = [models.UniqueConstraint(fields=["run", "step", "attempt", "iteration", "path"],
+                                               name="artifact_once")]
+
+    def __str__(self) -> str:
+        return f"{self.path} of {self.step} in run {self.run_id}"

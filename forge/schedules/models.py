@@ -42,6 +42,10 @@ class Schedule(models.Model):
     args = models.JSONField(default=dict, blank=True, help_text="the run's arguments, e.g. {\"vendor_name\": "
                                                                 "\"Acme\"}")
     enabled = models.BooleanField(default=True)
+    require_approval = models.BooleanField(default=False, help_text="each due time starts its run held before its "
+                                                                     "first step, for the approvers to decide")
+    approvers = models.JSONField(default=list, blank=True, help_text="groups that may approve its runs; empty: "
+                                                                     "Approvers")
     overlap = models.CharField(max_length=16, choices=OVERLAP_POLICIES, default=SKIP,
                                help_text="what a due time does while a run it started is still in flight")
     # Runs start with the owner's permissions; None is the system (the CLI without --user). PROTECT: a
