@@ -29,13 +29,15 @@ class StepRequest:
     previous_output: str | None = None
     workdir: str | None = None
     env: dict[str, str] = field(default_factory=dict)  # the command's value variables (shell agents)
+    agent_config: dict[str, Any] = field(default_factory=dict)  # the step's overlay of its agent's settings
 
     @classmethod
     def from_dispatch(cls, dispatch: Dispatch, spec: Step, *, run_id: str, workdir: str | None = None) -> StepRequest:
         return cls(run_id=run_id, step=dispatch.step, attempt=dispatch.attempt, agent=dispatch.agent,
                    command=dispatch.command, spec=spec, iteration=dispatch.iteration, call=dispatch.call,
                    stdin=dispatch.stdin, inputs=dict(dispatch.inputs), timeout_s=dispatch.timeout_s,
-                   previous_output=dispatch.previous_output, workdir=workdir, env=dict(dispatch.env))
+                   previous_output=dispatch.previous_output, workdir=workdir, env=dict(dispatch.env),
+                   agent_config=dict(dispatch.agent_config))
 
 
 @dataclass(slots=True)
@@ -51,9 +53,12 @@ class StepResult:
     stdout: str = ""
     error: str | None = None
     error_code: str | None = None
-    tokens: int = 0
+    tokens: int = 0  # the total; input_tokens and output_tokens are its split when the agent reported one
     cost: float = 0.0
     deferred: bool = False
+    model: str | None = None  # the model that answered, as the agent reported it
+    input_tokens: int = 0
+    output_tokens: int = 0
 
     @classmethod
     def accepted(cls) -> StepResult:
@@ -67,7 +72,8 @@ class StepResult:
     def event(self, request: StepRequest, at: float) -> StepFinished:
         return StepFinished(step=request.step, attempt=request.attempt, iteration=request.iteration, ok=self.ok,
                             outputs=self.outputs, stdout=self.stdout, error=self.error, error_code=self.error_code,
-                            tokens=self.tokens, cost=self.cost, at=at)
+                            tokens=self.tokens, cost=self.cost, at=at, model=self.model,
+                            input_tokens=self.input_tokens, output_tokens=self.output_tokens)
 
 
 SECRET_SHOWN = "[secret]"

@@ -24,11 +24,13 @@ class Dispatch(Message):
     previous_output: str | None = None
     governance_approved: bool = False  # a human approved a governance hold for this attempt
     env: dict[str, str] = field(default_factory=dict)  # a shell command's value variables (FORGE_V1, ...)
+    agent_config: dict[str, Any] = field(default_factory=dict)  # the step's overlay of its agent's settings
 
     def to_json(self) -> dict[str, Any]:
         data = Message.to_json(self)
-        if not self.env:
-            del data["env"]  # commands of steps without values read as they always have (golden replays)
+        for name in ("env", "agent_config"):
+            if not data[name]:
+                del data[name]  # commands of steps without them read as they always have (golden replays)
         return data
 
 

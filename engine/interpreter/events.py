@@ -29,9 +29,12 @@ class StepFinished(Message):
     stdout: str = ""
     error: str | None = None
     error_code: str | None = None  # "timeout" marks an attempt the executor timed out
-    tokens: int = 0
+    tokens: int = 0  # the total; input_tokens and output_tokens are its split when the agent reported one
     cost: float = 0.0
     at: float = 0.0
+    model: str | None = None  # the model that answered, as the agent reported it (None: not reported)
+    input_tokens: int = 0
+    output_tokens: int = 0
 
 
 @dataclass(slots=True)
