@@ -14,7 +14,17 @@ class EventRejected(ValueError):
 
 @dataclass(slots=True)
 class RunStarted(Message):
+    """The run begins. `hold`, when given, holds it before its first step until a person approves its start (a
+    schedule that requires approval, spec 15): `{"message": str, "approvers": [group, ...]}`."""
+
     at: float = 0.0
+    hold: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = Message.to_json(self)
+        if self.hold is None:
+            del data["hold"]  # a run started without a hold reads as it always has (golden replays)
+        return data
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ from engine.interpreter import steps, triggers
 from engine.interpreter.events import EventRejected
 from engine.interpreter.failure import FailureHandling
 from engine.interpreter.loops import LoopHandling
+from engine.interpreter.start_hold import START, StartHold, hold_fields
 from engine.interpreter.state import Options, RunState, RunStatus, StepState, StepStatus, Wait
 from engine.workflow import StepSpec, Workflow
 
@@ -33,7 +34,7 @@ def initial_variables(workflow: Workflow, args: dict[str, Any]) -> dict[str, Any
     return {**workflow.document.variables, **args}
 
 
-class Interpreter(FailureHandling, LoopHandling):
+class Interpreter(FailureHandling, LoopHandling, StartHold):
     """Drives one run of one workflow.
 
     Args:
@@ -144,9 +145,13 @@ class Interpreter(FailureHandling, LoopHandling):
         state = self.state
         if state.status != RunStatus.PENDING:
             return
+        if event.hold is not None:
+            hold_fields(event.hold)  # a malformed hold is refused before anything changes
         state.status = RunStatus.RUNNING
         state.started_at = event.at
         self._scope.run = {"id": state.run_id, "started_at": _iso(event.at)}
+        if event.hold is not None:
+            self._hold_start(event.hold)
 
     def _on_step_finished(self, event: ev.StepFinished) -> None:
         i = self._index.get(event.step)
@@ -203,6 +208,9 @@ class Interpreter(FailureHandling, LoopHandling):
                        None)
 
     def _on_approval_decided(self, event: ev.ApprovalDecided) -> None:
+        if event.step == START:
+            self._decide_start(event)
+            return
         i, record = self._pending_request(event.step)
         if record is None:
             raise EventRejected(f"step {event.step!r} has no pending approval")
@@ -298,6 +306,8 @@ class Interpreter(FailureHandling, LoopHandling):
 
     def _pump(self) -> None:
         """Decide every step whose dependencies are final (sorted by id), filling free slots as it goes."""
+        if self._start_held() is not None:
+            return  # held before its first step: nothing is decided until its start is approved
         if self.state.halted:
             self._settle_when_idle()  # spec 13: settle first, then all_done steps run
         self._decide_ready()
@@ -498,6 +508,7 @@ class Interpreter(FailureHandling, LoopHandling):
         state.status, state.error, state.error_code = status, error, code
         state.finished_at = state.now
         state.timers.clear()
+        self._expire_start()  # a run that ends while held before its start is no longer asked about it
         self._out.append(cmd.FinishRun(status, error, code))
 
     # -- bookkeeping ----------------------------------------------------------------
