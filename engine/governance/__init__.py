@@ -4,12 +4,13 @@ from engine.governance.context import (
     POLICY_EFFECTS, POLICY_FIELDS, AgentInfo, BudgetEnvelope, ContextTrust, GateContext,
     GatewayInfo, PolicyRule, StepInfo, check_policy_expression, policy_scope,
 )
+from engine.governance.routing import Route, route
 from engine.governance.gates import (
     GATES, GateResult, GovernanceDecision, allow, block, evaluate, hold,
 )
 
 __all__ = [
     "GATES", "POLICY_EFFECTS", "POLICY_FIELDS", "AgentInfo", "BudgetEnvelope", "ContextTrust",
-    "GateContext", "GateResult", "GatewayInfo", "GovernanceDecision", "PolicyRule", "StepInfo",
-    "allow", "block", "check_policy_expression", "evaluate", "hold", "policy_scope",
+    "GateContext", "GateResult", "GatewayInfo", "GovernanceDecision", "PolicyRule", "Route", "StepInfo",
+    "allow", "block", "check_policy_expression", "evaluate", "hold", "policy_scope", "route",
 ]

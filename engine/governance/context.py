@@ -1,7 +1,7 @@
 """What the governance gates look at for one dispatch of one step attempt.
 
 The Django side fills these from its database; the engine only reads them.
-A missing record (`gateway=None`) or an unset limit (`max_concurrency=None`)
+A missing record (`agent=None`, no `gateways`) or an unset limit (`max_concurrency=None`)
 means there is nothing to check, and the gate concerned allows. Policy rules
 read the context through `policy_scope`, in the engine's expression language.
 """
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from engine.expressions import EvaluationError, ExpressionError, Node, Scope, parse, paths
+from engine.governance.routing import Route, route
 
 POLICY_EFFECTS = ("block", "require_approval")
 
@@ -46,11 +47,11 @@ class StepInfo:
 
 @dataclass(frozen=True, slots=True)
 class GatewayInfo:
-    """The gateway routing picked for the step.
+    """One of the agent's gateways, as measured now.
 
     Args:
         name: the gateway's name.
-        healthy: whether its last health check succeeded.
+        healthy: whether its last probe or dispatch reached it (spec 15: measured, not declared).
         min_trust_level: the lowest agent trust level it accepts.
         capabilities: what it can run.
     """
@@ -78,6 +79,7 @@ class AgentInfo:
         monthly_budget: its spending ceiling this month (None: no ceiling).
         month_spend: what it has spent this month.
         month_reserved: what its steps in flight have reserved this month and not yet spent.
+        capabilities: what the agent's own settings say it can do; routing reads it when it has no gateway.
     """
 
     name: str
@@ -92,6 +94,7 @@ class AgentInfo:
     monthly_budget: float | None = None
     month_spend: float = 0.0
     month_reserved: float = 0.0
+    capabilities: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +161,7 @@ class GateContext:
 
     Args:
         step: the attempt being dispatched.
-        gateway: the gateway routing picked (None: no gateway record).
+        gateways: the agent's gateways in its order of preference (empty: it has none); `route` picks one.
         agent: the agent's record (None: the agent is not registered).
         envelopes: budget envelopes; the gate picks those that apply.
         policies: dispatch policies, in the order they are checked.
@@ -168,13 +171,23 @@ class GateContext:
     """
 
     step: StepInfo
-    gateway: GatewayInfo | None
+    gateways: tuple[GatewayInfo, ...]
     agent: AgentInfo | None
     envelopes: tuple[BudgetEnvelope, ...] = ()
     policies: tuple[PolicyRule, ...] = ()
     context_trust: ContextTrust | None = None
     approval_required: bool = False
     approval_granted: bool = False
+
+    @property
+    def route(self) -> Route:
+        """Which gateway takes the step, and why (engine.governance.routing)."""
+        return route(self.gateways, self.step.capabilities, self.agent.capabilities if self.agent else ())
+
+    @property
+    def gateway(self) -> GatewayInfo | None:
+        """The gateway routing picked (None: none covers the step healthily, or the agent has none)."""
+        return self.route.gateway
 
 
 # -- what policy expressions see ----------------------------------------------
@@ -184,7 +197,7 @@ class GateContext:
 POLICY_FIELDS: Mapping[str, frozenset[str] | None] = {
     "step": frozenset({"id", "attempt", "agent", "workflow", "capabilities", "estimated_cost"}),
     "agent": frozenset({"name", "role", "trust_level", "status", "month_spend", "monthly_budget"}),
-    "gateway": frozenset({"name", "min_trust_level"}),
+    "gateway": frozenset({"name", "min_trust_level", "capabilities"}),
     "run": frozenset({"id"}),
     "args": None,  # the run's own arguments: any name
 }
@@ -243,7 +256,7 @@ def policy_scope(ctx: GateContext) -> dict[str, Any]:
         ctx: the dispatch being governed.
 
     Returns:
-        Plain dicts under `step`, `agent`, `gateway`, `args` and `run`; a
+        Plain dicts under `step`, `agent`, `gateway` (the one routing picked), `args` and `run`; a
         missing agent or gateway record is null.
     """
     step, agent, gateway = ctx.step, ctx.agent, ctx.gateway
@@ -256,7 +269,8 @@ def policy_scope(ctx: GateContext) -> dict[str, Any]:
             "status": agent.status, "month_spend": agent.month_spend,
             "monthly_budget": agent.monthly_budget},
         "gateway": None if gateway is None else {
-            "name": gateway.name, "min_trust_level": gateway.min_trust_level},
+            "name": gateway.name, "min_trust_level": gateway.min_trust_level,
+            "capabilities": list(gateway.capabilities)},
         "args": _plain(step.args),
         "run": {"id": step.run_id},
     }

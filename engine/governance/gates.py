@@ -15,6 +15,7 @@ from typing import Any
 
 from engine.expressions import Scope
 from engine.governance.context import GateContext, PolicyRule, policy_scope, rule_holds
+from engine.governance.routing import GATEWAY_UNREACHABLE
 from engine.money import money_text
 
 ALLOW, BLOCK, HOLD = "allow", "block", "hold"
@@ -77,10 +78,14 @@ def _why(rule: PolicyRule) -> str:
 # -- the gates ---------------------------------------------------------------
 
 def gateway_health(ctx: GateContext) -> GateResult:
-    """A step is only sent to a gateway whose last health check passed."""
-    gateway = ctx.gateway
-    if gateway is not None and not gateway.healthy:
-        return block("gateway_unreachable", True, f"gateway {gateway.name!r} is unreachable")
+    """A step goes to the agent's first healthy gateway that covers its capabilities (engine.governance.routing):
+    none covering it blocks for good (`capability_missing`), covering ones all unhealthy for now
+    (`gateway_unreachable`)."""
+    if ctx.agent is None and not ctx.gateways:
+        return allow()  # an agent that is not registered is agent_status's to refuse
+    found = ctx.route
+    if found.code is not None:
+        return block(found.code, found.code == GATEWAY_UNREACHABLE, found.reason)
     return allow()
 
 

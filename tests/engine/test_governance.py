@@ -23,18 +23,19 @@ LARGE_PAYMENTS = PolicyRule("large-payments", "step.workflow == 'payments' and a
 NO_DEPLOYS = PolicyRule("no-deploys", "'deploy' in step.capabilities", "block", "deploys are frozen")
 
 
-def make_ctx(*, step=None, gateway=None, agent=None, **fields) -> GateContext:
-    """A dispatch every gate allows; each test changes only what it is about."""
+def make_ctx(*, step=None, gateway=None, agent=None, gateways=None, **fields) -> GateContext:
+    """A dispatch every gate allows; each test changes only what it is about (`gateway`: the agent's one gateway,
+    `gateways`: its whole list)."""
     base_step = StepInfo(run_id="run-1", step="review", attempt=1, agent="writer",
                          workflow="vendor_review", capabilities=("summarize",),
                          args={"vendor": "acme", "amount": 200}, estimated_cost=2.0)
-    base_gateway = GatewayInfo(name="gw-eu", healthy=True, min_trust_level=1)
+    base_gateway = GatewayInfo(name="gw-eu", healthy=True, min_trust_level=1, capabilities=("summarize", "deploy"))
     base_agent = AgentInfo(name="writer", role="writer", trust_level=2, max_concurrency=2, running=0,
                            rate_limit_per_minute=10, dispatches_last_minute=0,
                            monthly_budget=100.0, month_spend=10.0)
     return GateContext(
         step=dataclasses.replace(base_step, **(step or {})),
-        gateway=dataclasses.replace(base_gateway, **(gateway or {})),
+        gateways=(dataclasses.replace(base_gateway, **(gateway or {})),) if gateways is None else gateways,
         agent=dataclasses.replace(base_agent, **(agent or {})),
         **fields)
 
@@ -48,14 +49,13 @@ def assert_blocks(result, code: str, retryable: bool, *named: str):
 class TestGatewayHealthGate:
     def test_it_blocks_a_step_bound_for_an_unreachable_gateway(self):
         result = gates.gateway_health(make_ctx(gateway={"healthy": False}))
-        assert_blocks(result, "gateway_unreachable", True, "gw-eu", "unreachable")
+        assert_blocks(result, "gateway_unreachable", True, "gw-eu", "unhealthy")
 
     def test_it_does_not_fire_when_the_gateway_is_healthy(self):
         assert gates.gateway_health(make_ctx()) == allow()
 
-    def test_it_does_not_fire_when_there_is_no_gateway_record(self):
-        ctx = dataclasses.replace(make_ctx(), gateway=None)
-        assert gates.gateway_health(ctx) == allow()
+    def test_it_does_not_fire_when_the_agent_has_no_gateway_and_the_step_needs_nothing(self):
+        assert gates.gateway_health(make_ctx(gateways=(), step={"capabilities": ()})) == allow()
 
 
 class TestAgentStatusGate:
@@ -178,8 +178,14 @@ class TestTrustLevelGate:
         assert gates.trust_level(ctx) == allow()
 
     def test_it_does_not_fire_when_there_is_no_gateway_record(self):
-        ctx = dataclasses.replace(make_ctx(agent={"trust_level": 0}), gateway=None)
+        ctx = make_ctx(agent={"trust_level": 0, "capabilities": ("summarize",)}, gateways=())
         assert gates.trust_level(ctx) == allow()
+
+    def test_it_reads_the_gateway_routing_picked(self):
+        strict = GatewayInfo("strict", healthy=True, min_trust_level=9, capabilities=("summarize",))
+        down = GatewayInfo("down", healthy=False, min_trust_level=0, capabilities=("summarize",))
+        result = gates.trust_level(make_ctx(gateways=(down, strict)))
+        assert_blocks(result, "trust_level_insufficient", False, "'strict'", "9")
 
 
 class TestContextTrustGate:
