@@ -1,18 +1,21 @@
 """One step of a run, in full: its attempts (timings, error, governance decisions), what it was given, what it
-returned, its approval, and a loop step's calls (spec section 9). Read from the step's row, its RunEvents, its
-approval rows and the run's state (the calls' history)."""
+returned, its approval, a loop step's calls (spec section 9), where each attempt went and what it spent, what it
+used of the agent the run pinned, and its artifacts. Read from the step's row, its RunEvents, its approval rows,
+its artifact rows and the run's state (the calls' history)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from engine.interpreter.state import StepStatus
+from forge.console.attempt_calls import AttemptCall, PinnedAgent, attempt_calls, pinned_agent
 from forge.console.attempts import StepTimes, step_times
 from forge.console.loop_count import loop_count
 from forge.console.secret_args import hider
+from forge.console.step_artifacts import Kept, Refused, step_artifacts
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run, StepOutput, StepResult
 from forge.runs.selectors import step_iterations
@@ -74,6 +77,11 @@ class StepPanel:
     stdout: str = ""
     printed_stdout: str = ""
     printed_stderr: str = ""
+    attempt_calls: list[AttemptCall] = field(default_factory=list)  # each attempt's gateway, model, tokens, cost
+    pinned: PinnedAgent | None = None  # the agent as the run pinned it, with the step's agent_config
+    artifacts: list[Kept] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)  # matches not kept, and why
+    overlay: dict[str, Any] = field(default_factory=dict)  # the step's agent_config, as the workflow says it
 
     @property
     def running(self) -> bool:
@@ -107,8 +115,14 @@ def step_panel(run: Run, step: str) -> StepPanel | None:
     if spec is not None and spec.model.loop is not None and row.iteration:
         calls = [_call(entry, hide) for entry in step_iterations(run, step)]
         count = loop_count(spec.model.loop, row.iteration)
+    config = spec.model.agent_config if spec is not None else None
+    overlay = config.model_dump(exclude_none=True) if config is not None else {}
+    kept, refused = step_artifacts(run, step)
     return StepPanel(run=run, row=row, times=step_times(run, step),
                      given=_json(hide(row.dispatch)), outputs=_json(hide(row.outputs)), approvals=approvals,
                      printed=printed, calls=calls, loop_count=count, stdout=hide(row.stdout or ""),
                      printed_stdout=hide(printed.stdout if printed else ""),
-                     printed_stderr=hide(printed.stderr if printed else ""))
+                     printed_stderr=hide(printed.stderr if printed else ""),
+                     attempt_calls=attempt_calls(run, step),
+                     pinned=pinned_agent(run, row.agent or "", overlay), overlay=overlay,
+                     artifacts=kept, refused=refused)
