@@ -1,5 +1,5 @@
-"""What the run view's header says of a run: how it was started, its arguments, its clock, its phases, and
-which step the main button restarts from when no step is selected."""
+"""What the run view's header says of a run: how it was started, its arguments, its clock, its deadline (the
+document's `timeout`), its phases, and which step the main button restarts from when no step is selected."""
 
 from __future__ import annotations
 
@@ -17,10 +17,13 @@ from engine.secrets import redact_secrets
 from forge.accounts.roles import can
 from forge.audit.models import AuditEvent
 from forge.console.run_view import RunView
+from forge.runs.compiled import run_workflow
 from forge.runs.models import Run
 from forge.schedules.models import Schedule
 
 SHORT = 80  # characters of an argument's value shown before "show all"
+RUN_TIMEOUT = "run_timeout"  # the error code of a run its deadline ended
+DEADLINE_PASSED = "deadline passed: the run is being stopped"  # run_actions.js says the same
 
 
 @dataclass(frozen=True)
@@ -59,10 +62,21 @@ class RunHead:
     end: datetime | None
     phases: list[tuple[str, list[str]]]  # each phase and its steps, in the document's order
     failed_step: str  # the step that failed (not one blocked by it); "" when none did
+    deadline: datetime | None = None  # when the document's timeout ends the run, while it has not ended
+    timeout: str = ""  # the document's timeout as written ("10m"), "" without one
+    stopped_at_deadline: bool = False  # the run ended because its deadline passed
 
     @property
     def seconds(self) -> float:
         return ((self.end or timezone.now()) - self.start).total_seconds()
+
+    @property
+    def deadline_says(self) -> str:
+        """The countdown to the deadline as run_actions.js writes it each second: "deadline in 4m 12s"."""
+        if self.deadline is None:
+            return ""
+        left = left_text((self.deadline - timezone.now()).total_seconds())
+        return DEADLINE_PASSED if left == "passed" else f"deadline in {left}"
 
 
 def duration_text(seconds: float, *, ticking: bool = False) -> str:
@@ -77,6 +91,24 @@ def duration_text(seconds: float, *, ticking: bool = False) -> str:
     if minutes:
         return f"{minutes} min {secs:02d} s"
     return f"{secs} s"
+
+
+def left_text(seconds: float) -> str:
+    """Time left in the countdowns' words (countdown.js, run_actions.js): "1h 0m 5s", "4m 12s", "9s"; "passed"
+    at or after zero."""
+    seconds = round(seconds)
+    if seconds <= 0:
+        return "passed"
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return (f"{hours}h " if hours else "") + (f"{minutes}m " if hours or minutes else "") + f"{secs}s"
+
+
+def timeout_text(value: Any) -> str:
+    """A document's `timeout` as its author wrote it: "10m" stays "10m", 600 reads "600s"."""
+    if value is None:
+        return ""
+    return value.strip() if isinstance(value, str) else f"{value:g}s"
 
 
 def _text(value: Any) -> str:
@@ -116,8 +148,11 @@ def run_head(view: RunView) -> RunHead:
     end = (run.finished_at or run.progressed_at) if run.finished else None
     shown = redact_secrets(run.args)
     args = [Arg(name, _text(shown[name]), redacted=shown[name] != value) for name, value in sorted(run.args.items())]
+    timeout = timeout_text(run_workflow(run).document.timeout)
     return RunHead(origin=origin(run), args=args,
-                   start=run.started_at or run.created_at, end=end, phases=list(phases.items()), failed_step=failed)
+                   start=run.started_at or run.created_at, end=end, phases=list(phases.items()), failed_step=failed,
+                   deadline=run.deadline_at if not run.finished else None, timeout=timeout,
+                   stopped_at_deadline=run.finished and run.error_code == RUN_TIMEOUT)
 
 
 def run_again_url(run: Run) -> str:

@@ -1,5 +1,6 @@
-// The run header's clock and main button. The clock ticks while the run is live and stops at the time of the
-// run's last event; the main button restarts an ended run from the step selected, or from its failed step.
+// The run header's clock, deadline and main button. The clock ticks while the run is live and stops at the time of
+// the run's last event; the deadline counts down to the document's timeout and, once the run ended, says whether
+// the deadline stopped it; the main button restarts an ended run from the step selected, or from its failed step.
 (function () {
   "use strict";
   const TERMINAL = new Set(["completed", "failed", "cancelled"]);
@@ -12,6 +13,8 @@
   const start = Date.parse(clock.dataset.start);
   let end = clock.dataset.end ? Date.parse(clock.dataset.end) : null;
   let timer = 0;
+  const deadline = document.getElementById("run-deadline");
+  const due = deadline?.dataset.deadline ? Date.parse(deadline.dataset.deadline) : null;
 
   // The same words as run_head.duration_text.
   function words(seconds, ticking) {
@@ -24,8 +27,33 @@
     return r + " s";
   }
 
+  // The same words as run_head.left_text and countdown.js: "1h 0m 5s", "4m 12s".
+  function left(seconds) {
+    const s = Math.round(seconds);
+    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+    return (h ? h + "h " : "") + (h || m ? m + "m " : "") + r + "s";
+  }
+
   function tick() {
     clock.textContent = words(((end ?? Date.now() + skew) - start) / 1000, end === null);
+    if (due !== null && end === null) {
+      const seconds = (due - (Date.now() + skew)) / 1000;
+      deadline.querySelector(".deadline-left").textContent =
+        Math.round(seconds) > 0 ? "deadline in " + left(seconds) : "deadline passed: the run is being stopped";
+    }
+  }
+
+  // The run ended: its deadline either stopped it (run_timeout) or no longer matters.
+  function endDeadline(code) {
+    if (!deadline) return;
+    if (code === "run_timeout") {
+      const timeout = deadline.dataset.timeout;
+      deadline.textContent = "stopped at its deadline" + (timeout ? " (timeout " + timeout + ")" : "");
+      deadline.classList.add("error");
+    } else if (due !== null) {
+      deadline.previousElementSibling.hidden = true;
+      deadline.hidden = true;
+    }
   }
 
   function stop(at) {
@@ -62,7 +90,10 @@
 
   document.addEventListener("forge:events", (e) => {
     for (const event of e.detail.events) {
-      if (event.kind === "run" && TERMINAL.has(event.data.status)) stop(Date.parse(event.at));
+      if (event.kind === "run" && TERMINAL.has(event.data.status)) {
+        stop(Date.parse(event.at));
+        endDeadline(event.data.error_code);
+      }
     }
     showMain();
   });
