@@ -80,7 +80,7 @@ SECRET_SHOWN = "[secret]"
 
 
 def secrets_hidden(result: StepResult, secrets: list[str]) -> StepResult:
-    """`result` with each of `secrets` replaced by SECRET_SHOWN in its outputs, stdout and error: what an agent
+    """`result` with each of `secrets` replaced by SECRET_SHOWN in its outputs, stdout, error and model: what an agent
     answers may repeat a secret it was sent (a gateway quoting the token it refuses), and a result is shown to
     every person who may see the run."""
     secrets = sorted({secret for secret in secrets if secret}, key=len, reverse=True)  # a longer one whole
@@ -98,7 +98,8 @@ def secrets_hidden(result: StepResult, secrets: list[str]) -> StepResult:
             return [hidden(item) for item in value]
         return value
 
-    return replace(result, outputs=hidden(result.outputs), stdout=hidden(result.stdout), error=hidden(result.error))
+    return replace(result, outputs=hidden(result.outputs), stdout=hidden(result.stdout), error=hidden(result.error),
+                   model=hidden(result.model))
 
 
 class Executor(Protocol):

@@ -11,7 +11,13 @@ rules holds on both paths:
 - `ok` absent means success unless `error` or `error_code` is given.
 - `outputs` is an object ({} for a success without one); `stdout` absent
   means the outputs as JSON ("" for a failure without outputs).
-- `tokens` is an integer 0..`MAX_TOKENS`, `cost` a finite number
+- `tokens` (the total), `input_tokens` and `output_tokens` are integers
+  0..`MAX_TOKENS`; with only the split given the total is its sum, and a
+  total given with the split must be that sum (with one part, at least it):
+  inconsistent counts are malformed, as a wrong type is, since budgets and
+  the spend pages add them up; a total with one part gives the other as the
+  difference, a total alone leaves the split 0 (unknown). `model` (the model that answered) is a
+  printable string of 1..`MAX_MODEL` characters. `cost` is a finite number
   0..`MAX_COST`; `error` and `error_code` are at most 10,000 and 64
   characters; `outputs` (as JSON) and `stdout` at most 1 MiB.
 - The ids fit the database's columns: `run_id` 64 bits, `attempt` and
@@ -40,13 +46,14 @@ MAX_COST = 1_000_000.0
 MAX_TEXT = 1_048_576
 MAX_ERROR = 10_000
 MAX_CODE = 64
+MAX_MODEL = 128  # TokenEvent.model's column
 MAX_STEP = 64
 MAX_RUN_ID = 2**63 - 1
 MAX_ATTEMPT = 2**31 - 1
 _MAX_INT = 2**63
 _LOGGED_NAMES = 10
 KNOWN = frozenset({"run_id", "step", "attempt", "iteration", "ok", "outputs", "stdout", "error", "error_code",
-                   "tokens", "cost"})
+                   "tokens", "cost", "model", "input_tokens", "output_tokens"})
 
 
 class Malformed(ValueError):
@@ -134,12 +141,10 @@ def read_result(data: Any, call: StepRequest | None = None) -> GatewayResult:
         problem = text_problem(field[name], limit)
         if problem:
             problems.append((name, problem))
-    tokens, cost = field["tokens"], field["cost"]
-    if tokens is not None:
-        if type(tokens) is not int or tokens < 0:
-            problems.append(("tokens", f"must be a non-negative integer, got {kind(tokens)}"))
-        elif tokens > MAX_TOKENS:
-            problems.append(("tokens", f"must be at most {MAX_TOKENS}, got {kind(tokens)}"))
+    _tokens(field, problems)
+    if (problem := model_problem(field["model"])) is not None:
+        problems.append(("model", problem))
+    cost = field["cost"]
     if cost is not None:
         if type(cost) not in (int, float) or (math.isfinite(cost) and cost < 0):
             problems.append(("cost", f"must be a non-negative number, got {kind(cost)}"))
@@ -164,8 +169,55 @@ def _result(field: dict[str, Any]) -> StepResult:
     if not ok:
         error = error or "the gateway reported a failure without a message"
         code = code or "agent_error"
-    return StepResult(ok=ok, outputs=outputs, stdout=stdout, error=error, error_code=code,
-                      tokens=field["tokens"] or 0, cost=float(field["cost"] or 0.0))
+    total, into, out = field["tokens"], field["input_tokens"], field["output_tokens"]
+    if total is None:
+        total = (into or 0) + (out or 0)
+    elif (into is None) != (out is None):  # one part and the total: the other part is the difference
+        into, out = (total - out, out) if into is None else (into, total - into)
+    return StepResult(ok=ok, outputs=outputs, stdout=stdout, error=error, error_code=code, tokens=total,
+                      cost=float(field["cost"] or 0.0), model=field["model"], input_tokens=into or 0,
+                      output_tokens=out or 0)
+
+
+def _tokens(field: dict[str, Any], problems: list) -> None:
+    """The counts' types and bounds, then their agreement: the total is the split's sum."""
+    counts = {}
+    for name in ("tokens", "input_tokens", "output_tokens"):
+        value = field[name]
+        if value is None:
+            continue
+        if type(value) is not int or value < 0:
+            problems.append((name, f"must be a non-negative integer, got {kind(value)}"))
+        elif value > MAX_TOKENS:
+            problems.append((name, f"must be at most {MAX_TOKENS}, got {kind(value)}"))
+        else:
+            counts[name] = value
+    if len(counts) != sum(field[name] is not None for name in ("tokens", "input_tokens", "output_tokens")):
+        return
+    split = counts.get("input_tokens", 0) + counts.get("output_tokens", 0)
+    if "tokens" not in counts:
+        if split > MAX_TOKENS:
+            problems.append(("tokens", f"input_tokens + output_tokens must be at most {MAX_TOKENS}"))
+    elif "input_tokens" in counts and "output_tokens" in counts:
+        if counts["tokens"] != split:
+            problems.append(("tokens", f"must be input_tokens + output_tokens ({split}) when all three are "
+                                       f"given, got {kind(counts['tokens'])}"))
+    elif counts["tokens"] < split:
+        part = "input_tokens" if "input_tokens" in counts else "output_tokens"
+        problems.append(("tokens", f"must be at least {part} ({split}), got {kind(counts['tokens'])}"))
+
+
+def model_problem(value: Any) -> str | None:
+    """What is wrong with the name of the model that answered, or None (also for an absent one)."""
+    if value is None:
+        return None
+    if type(value) is not str:
+        return f"must be a string, got {kind(value)}"
+    if not 1 <= len(value) <= MAX_MODEL:
+        return f"must be 1 to {MAX_MODEL} characters, got {len(value)}"
+    if not value.isprintable() or not storable(value):
+        return "must be printable text (no control character, NUL or unpaired surrogate)"
+    return None
 
 
 def _ids(field: dict[str, Any], call: StepRequest | None, problems: list) -> tuple:

@@ -55,7 +55,7 @@ class HttpExecutor:
             "iteration": request.iteration, "agent": request.agent, "command": request.command,
             "stdin": request.stdin, "inputs": request.inputs, "timeout_s": request.timeout_s,
             "previous_output": request.previous_output, "outputs_schema": outputs_schema(request),
-            "callback_url": self.callback_url,
+            "callback_url": self.callback_url, "agent_config": request.agent_config,
         }
 
     def execute(self, request: StepRequest, cancel: threading.Event) -> StepResult:

@@ -2,9 +2,12 @@
 
 The step's command (then its stdin and inputs) is the user message. A step
 that declares outputs asks for a strict JSON schema, and its reply must be a
-JSON object; usage becomes tokens and, from a price table, cost in USD. The
-API key never appears in a result: the API may echo it in an error message,
-so errors are scrubbed of it.
+JSON object; usage becomes input, output and total tokens and, from a price
+table, cost in USD, and the reply's `model` names the model that answered.
+A step's `agent_config` (already checked against what the agent allows when
+the run started) overlays the agent's model, temperature, max_tokens and
+reasoning_effort for its calls. The API key never appears in a result: the
+API may echo it in an error message, so errors are scrubbed of it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 from engine.executors.base import StepRequest, StepResult
 from engine.executors.gateway_result import (MAX_COST, MAX_TOKENS, MAX_TEXT, Malformed, clean_text, load_json,
-                                             outputs_problem, text_problem)
+                                             model_problem, outputs_problem, text_problem)
 from engine.executors.egress import allow_list
 from engine.executors.httpcall import Reply, check_headers, check_url, post_json
 from engine.model import OutputSchema
@@ -125,15 +128,30 @@ class OpenAIExecutor:
         return f"OpenAIExecutor(url={self.url!r}, model={self.model!r})"
 
     def payload(self, request: StepRequest) -> dict[str, Any]:
-        """The chat completion request for `request`."""
+        """The chat completion request for `request`, with the step's `agent_config` over the agent's settings."""
+        overlay = request.agent_config
         messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         messages.append({"role": "user", "content": user_message(request)})
-        body: dict[str, Any] = {"model": self.model, "messages": messages}
+        body: dict[str, Any] = {"model": self.model_for(request), "messages": messages}
         if (wanted := response_format(request)) is not None:
             body["response_format"] = wanted
-        if self.max_tokens:
-            body["max_completion_tokens"] = reply_cap(body, self.max_tokens)
+        for name in ("temperature", "reasoning_effort"):
+            if overlay.get(name) is not None:
+                body[name] = overlay[name]
+        if max_tokens := self.max_tokens_for(request):
+            body["max_completion_tokens"] = reply_cap(body, max_tokens)
         return body
+
+    def model_for(self, request: StepRequest) -> str:
+        """The model asked for: the step's `agent_config.model`, else the agent's."""
+        return request.agent_config.get("model") or self.model
+
+    def max_tokens_for(self, request: StepRequest) -> int | None:
+        """The step's `agent_config.max_tokens`, never above the agent's (the run's start refused more)."""
+        own = request.agent_config.get("max_tokens")
+        if not own:
+            return self.max_tokens
+        return min(own, self.max_tokens) if self.max_tokens else own
 
     def execute(self, request: StepRequest, cancel: threading.Event) -> StepResult:
         """Ask the model once.
@@ -145,8 +163,8 @@ class OpenAIExecutor:
         """
         body = self.payload(request)
         if body.get("max_completion_tokens", 1) < 1:
-            return StepResult.failure(f"the prompt alone may use all of this agent's max_tokens ({self.max_tokens}); "
-                                      "raise max_tokens or shorten the prompt")
+            return StepResult.failure(f"the prompt alone may use all of this agent's max_tokens "
+                                      f"({self.max_tokens_for(request)}); raise max_tokens or shorten the prompt")
         reply = post_json(self.url, body, headers=self._headers, timeout_s=request.timeout_s,
                           cancel=cancel, egress_allow=self.egress_allow)
         result = reply if isinstance(reply, StepResult) else self._read(reply, request)
@@ -164,41 +182,54 @@ class OpenAIExecutor:
             return StepResult.failure(f"the model API answered HTTP {reply.status}{_error_detail(body, reply)}")
         if not isinstance(body, dict):
             return StepResult.failure("the model API's reply is not a JSON object")
-        tokens, cost = self._usage(body.get("usage"))
+        spend = self._spend(body, request)
         message = _first_message(body)
         if message is None:
-            return _failed("the model API's reply has no choices[0].message", tokens, cost)
+            return _failed("the model API's reply has no choices[0].message", spend)
         content = message.get("content")
         if not isinstance(content, str):
             refusal = message.get("refusal")
             why = f"the model refused: {clean_text(refusal[:_ERROR_CHARS])}" if isinstance(refusal, str) and refusal \
                 else "the model returned no text content"
-            return _failed(why, tokens, cost)
+            return _failed(why, spend)
         if problem := text_problem(content, MAX_TEXT):
-            return _failed(f"the model's reply {problem}", tokens, cost)
+            return _failed(f"the model's reply {problem}", spend)
         if not request.spec.outputs:
-            return StepResult(ok=True, outputs={}, stdout=content, tokens=tokens, cost=cost)
+            return StepResult(ok=True, outputs={}, stdout=content, **spend)
         try:
             outputs = load_json(content)
         except Malformed:
             outputs = None
         if not isinstance(outputs, dict):
             return _failed("the model did not return JSON: the step declares outputs, so its reply must be "
-                           f"a JSON object; it began {content[:80]!r}", tokens, cost, content)
+                           f"a JSON object; it began {content[:80]!r}", spend, content)
         if problem := outputs_problem(outputs):
-            return _failed(f"the model's JSON outputs {problem}", tokens, cost, content)
-        return StepResult(ok=True, outputs=outputs, stdout=content, tokens=tokens, cost=cost)
+            return _failed(f"the model's JSON outputs {problem}", spend, content)
+        return StepResult(ok=True, outputs=outputs, stdout=content, **spend)
 
-    def _usage(self, usage: Any) -> tuple[int, float]:
-        # usage is bookkeeping: a malformed or impossible count is taken as 0 rather than failing an answered step
+    def _spend(self, body: dict[str, Any], request: StepRequest) -> dict[str, Any]:
+        """The reply's telemetry as StepResult fields: the model that answered, the tokens and their cost.
+
+        Usage is bookkeeping: a malformed or impossible count is taken as 0 (a model name as absent) rather than
+        failing an answered step. `total_tokens` is the total when it is at least the sum of the parts (some
+        APIs count more), else the sum. The price is the model asked for's (a step's `agent_config.model`
+        without a price in the table: the agent's model's), never the answered name's: that is the API's own word
+        (a dated snapshot, or a cheaper name that would dodge budgets).
+        """
+        answered = body.get("model")
+        model = answered if model_problem(answered) is None else None
+        usage = body.get("usage")
         if not isinstance(usage, dict):
-            return 0, 0.0
-        prompt, completion = (n if type(n) is int and 0 <= n <= MAX_TOKENS else 0
-                              for n in (usage.get("prompt_tokens"), usage.get("completion_tokens")))
+            return {"model": model}
+        prompt, completion, total = (n if type(n) is int and 0 <= n <= MAX_TOKENS else 0
+                                     for n in (usage.get("prompt_tokens"), usage.get("completion_tokens"),
+                                               usage.get("total_tokens")))
         if prompt + completion > MAX_TOKENS:
-            return 0, 0.0
-        price_in, price_out = self.prices.get(self.model, (0.0, 0.0))
-        return prompt + completion, min(prompt / 1e6 * price_in + completion / 1e6 * price_out, MAX_COST)
+            return {"model": model}
+        price_in, price_out = self.prices.get(self.model_for(request)) or self.prices.get(self.model, (0.0, 0.0))
+        cost = min(prompt / 1e6 * price_in + completion / 1e6 * price_out, MAX_COST)
+        return {"model": model, "input_tokens": prompt, "output_tokens": completion,
+                "tokens": max(total, prompt + completion), "cost": cost}
 
 
 def _first_message(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -221,5 +252,5 @@ def _error_detail(body: Any, reply: Reply) -> str:
     return f": {text}" if text else ""
 
 
-def _failed(message: str, tokens: int, cost: float, stdout: str = "") -> StepResult:
-    return StepResult(ok=False, stdout=stdout, error=message, error_code="agent_error", tokens=tokens, cost=cost)
+def _failed(message: str, spend: dict[str, Any], stdout: str = "") -> StepResult:
+    return StepResult(ok=False, stdout=stdout, error=message, error_code="agent_error", **spend)

@@ -410,7 +410,8 @@ class Interpreter(FailureHandling, LoopHandling, StartHold):
         self._out.append(cmd.Dispatch(
             step=self._ids[i], attempt=st.attempt, agent=agent, command=command,
             iteration=st.iteration, call=call, stdin=stdin, inputs=inputs, timeout_s=timeout,
-            previous_output=previous, governance_approved=st.hold_approved, env=env))
+            previous_output=previous, governance_approved=st.hold_approved, env=env,
+            agent_config=steps.agent_config(spec, agent)))
         self._timer(i, timeout, "timeout")
 
     def _mark_started(self, i: int) -> None:

@@ -60,6 +60,15 @@ def dispatch_values(spec: StepSpec, scope: Scope, shell_agents: tuple[str, ...],
     return inputs, command, stdin, env
 
 
+def agent_config(spec: StepSpec, agent: str) -> dict[str, Any]:
+    """The step's `agent_config` for a call of `agent`: the keys it sets, for its own agent's calls only (a review
+    cycle's fix agent keeps its settings); {} when it sets none."""
+    overlay = spec.model.agent_config
+    if overlay is None or agent != spec.model.agent:
+        return {}
+    return overlay.model_dump(exclude_none=True)
+
+
 def approval_message(spec: StepSpec, scope: Scope) -> str:
     try:
         return spec.approval_message.render(scope) if spec.approval_message is not None else ""

@@ -55,7 +55,8 @@ def record_completion(run: Run, completion: Completion, *, source: str = "worker
     def spend() -> None:  # what the agent spent counts even when its result is not wanted
         reservations.settle(run_id=run.pk, workflow=run.workflow.name, agent=row["agent"], step=c.step,
                             attempt=c.attempt, iteration=c.iteration, tokens=c.result.tokens, cost=c.result.cost,
-                            at=now)
+                            at=now, input_tokens=c.result.input_tokens, output_tokens=c.result.output_tokens,
+                            model=c.result.model or "")
 
     if store.input_exists(run.pk, key):
         spend()

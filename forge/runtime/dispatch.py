@@ -170,7 +170,8 @@ class Dispatcher:
         if event.tokens > 0 or event.cost > 0:
             reservations.settle(run_id=r.run.pk, workflow=self.workflow.name, agent=agent, step=event.step,
                                 attempt=event.attempt, iteration=event.iteration, tokens=event.tokens,
-                                cost=event.cost, at=r.now)
+                                cost=event.cost, at=r.now, input_tokens=event.input_tokens,
+                                output_tokens=event.output_tokens, model=event.model or "")
         elif self.view.budgeted(self.workflow.name, agent):
             reservations.release(r.run.pk, event.step, event.attempt, event.iteration)
 

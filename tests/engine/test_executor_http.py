@@ -197,6 +197,29 @@ def test_null_fields_take_their_defaults_and_unknown_fields_are_ignored(gateway)
     assert result.ok and result.outputs == {} and result.tokens == 0
 
 
+@pytest.mark.parametrize("fields, kept", [
+    ({"model": "claude-x", "input_tokens": 30, "output_tokens": 12, "tokens": 42}, ("claude-x", 30, 12, 42)),
+    ({"input_tokens": 30, "output_tokens": 12}, (None, 30, 12, 42)),
+    ({"tokens": 42, "input_tokens": 30}, (None, 30, 12, 42)),
+    ({"tokens": 42, "output_tokens": 12}, (None, 30, 12, 42)),
+    ({"tokens": 42}, (None, 0, 0, 42)),
+    ({"model": "m" * 128}, ("m" * 128, 0, 0, 0)),
+], ids=["all", "split-only", "total-and-input", "total-and-output", "total-only", "128-char-model"])
+def test_a_reply_keeps_the_model_that_answered_and_the_token_split(gateway, fields, kept):
+    gateway.answer(200, {"outputs": {"risk": 2}, **fields})
+    result = call(HttpExecutor(gateway.url, egress_allow=gateway.allowed))
+    assert result.ok and (result.model, result.input_tokens, result.output_tokens, result.tokens) == kept
+
+
+def test_the_payload_sends_the_steps_agent_config(gateway):
+    gateway.answer(200, {"outputs": {}})
+    executor = HttpExecutor(gateway.url, egress_allow=gateway.allowed)
+    call(executor, agent_config={"model": "big", "temperature": 0.5})
+    assert gateway.sent["agent_config"] == {"model": "big", "temperature": 0.5}
+    call(executor)
+    assert gateway.sent["agent_config"] == {}
+
+
 @pytest.mark.parametrize("content_length", [True, False])
 def test_a_reply_larger_than_one_mebibyte_is_refused(gateway, content_length):
     gateway.answer(200, b'{"stdout": "' + b"x" * 1_048_576 + b'"}', content_length=content_length)
@@ -226,7 +249,7 @@ def test_the_body_describes_the_step_call(gateway):
         "command": "review the diff", "stdin": "the diff", "inputs": {"pr": 42}, "timeout_s": 30.0,
         "previous_output": "last time",
         "outputs_schema": {"risk": {"type": "integer"}, "summary": {"type": "string"}, "any": {}},
-        "callback_url": "https://forge.example/callback/abc",
+        "callback_url": "https://forge.example/callback/abc", "agent_config": {},
     }
 
 

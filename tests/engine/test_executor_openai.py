@@ -30,7 +30,7 @@ def completion(content, *, prompt_tokens=1000, completion_tokens=500, refusal=No
 
 
 def ask(gateway, *, step=None, cancel=None, model="gpt-4o-mini", api_key=KEY, **options):
-    extra = {key: options.pop(key) for key in ("stdin", "inputs", "timeout_s") if key in options}
+    extra = {key: options.pop(key) for key in ("stdin", "inputs", "timeout_s", "agent_config") if key in options}
     executor = OpenAIExecutor(gateway.url + "/v1/", model, api_key=api_key, egress_allow=gateway.allowed, **options)
     return executor.execute(request(step, **extra), cancel or threading.Event())
 
@@ -246,3 +246,78 @@ def test_cancel_returns_without_waiting_for_the_model(gateway):
     result = ask(gateway, cancel=cancel, timeout_s=60)
     assert time.monotonic() - started < 30  # the reply would take 600 s, the timeout 60 s
     assert not result.ok and result.error_code == "cancelled"
+
+
+# -- telemetry: the model that answered and the token split --------------------------------------------------------
+
+
+def test_an_attempt_keeps_the_model_that_answered_and_the_token_split(gateway):
+    gateway.answer(200, completion("fine", prompt_tokens=1200, completion_tokens=300))
+    result = ask(gateway, model="house-model", prices={"house-model": (1.0, 4.0)})
+    assert (result.model, result.input_tokens, result.output_tokens, result.tokens) == (
+        "gpt-4o-mini-2024-07-18", 1200, 300, 1500)
+    assert result.cost == pytest.approx(1200 / 1e6 + 300 * 4 / 1e6)
+    event = result.event(request(), at=1.0)
+    assert (event.model, event.input_tokens, event.output_tokens, event.tokens) == ("gpt-4o-mini-2024-07-18", 1200,
+                                                                                    300, 1500)
+
+
+def test_a_failed_attempt_keeps_its_telemetry_too(gateway):
+    gateway.answer(200, completion("not json", prompt_tokens=10, completion_tokens=5))
+    result = ask(gateway, step={"outputs": {"risk": {"type": "integer"}}})
+    assert not result.ok and (result.model, result.input_tokens, result.output_tokens) == (
+        "gpt-4o-mini-2024-07-18", 10, 5)
+
+
+def test_a_larger_total_tokens_is_kept_and_a_smaller_one_is_not_believed(gateway):
+    body = completion("fine", prompt_tokens=10, completion_tokens=5)
+    body["usage"]["total_tokens"] = 40  # e.g. tokens the API counts beside the two parts
+    gateway.answer(200, body)
+    assert ask(gateway).tokens == 40
+    body["usage"]["total_tokens"] = 3
+    gateway.answer(200, body)
+    assert ask(gateway).tokens == 15
+
+
+@pytest.mark.parametrize("model", [None, "", 42, ["gpt"], "m" * 10_000, "gpt\n4", "gpt\u0000"],
+                         ids=["null", "empty", "number", "array", "10KB", "newline", "NUL"])
+def test_a_malformed_answered_model_is_not_kept_and_the_step_still_succeeds(gateway, model):
+    body = completion("fine")
+    body["model"] = model
+    gateway.answer(200, body)
+    result = ask(gateway)
+    assert result.ok and result.model is None and result.tokens == 1500
+
+
+# -- agent_config: the step's overlay of the agent's settings ------------------------------------------------------
+
+
+def test_a_step_agent_config_overlays_model_temperature_reasoning_effort_and_max_tokens(gateway):
+    gateway.answer(200, completion("fine", prompt_tokens=1_000_000, completion_tokens=0))
+    overlay = {"model": "gpt-4.1", "temperature": 0.2, "reasoning_effort": "high", "max_tokens": 2000}
+    result = ask(gateway, max_tokens=10_000, agent_config=overlay)
+    sent = gateway.sent
+    assert (sent["model"], sent["temperature"], sent["reasoning_effort"]) == ("gpt-4.1", 0.2, "high")
+    assert 1900 < sent["max_completion_tokens"] <= 2000
+    assert result.cost == pytest.approx(DEFAULT_PRICES["gpt-4.1"][0])  # priced as the model asked for
+
+
+def test_without_agent_config_the_agent_settings_are_sent_unchanged(gateway):
+    gateway.answer(200, completion("fine"))
+    ask(gateway, max_tokens=10_000)
+    sent = gateway.sent
+    assert sent["model"] == "gpt-4o-mini" and "temperature" not in sent and "reasoning_effort" not in sent
+    assert sent["max_completion_tokens"] > 9000
+
+
+def test_agent_config_max_tokens_never_raises_the_agents(gateway):
+    gateway.answer(200, completion("fine"))
+    ask(gateway, max_tokens=1000, agent_config={"max_tokens": 50_000})
+    assert gateway.sent["max_completion_tokens"] <= 1000
+
+
+def test_an_overlay_model_without_a_price_is_priced_as_the_agents_model(gateway):
+    gateway.answer(200, completion("fine", prompt_tokens=1_000_000, completion_tokens=0))
+    result = ask(gateway, model="house-model", prices={"house-model": (3.0, 4.0)},
+                 agent_config={"model": "house-model-large"})
+    assert gateway.sent["model"] == "house-model-large" and result.cost == pytest.approx(3.0)

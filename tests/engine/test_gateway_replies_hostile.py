@@ -54,6 +54,20 @@ HOSTILE_REPLIES = {
     "another-step": (reply(step="deploy").encode(), "'step' names another call ('deploy')"),
     "another-run": (reply(run_id="run-2").encode(), "'run_id' names another call ('run-2')"),
     "attempt-2**31": (reply(attempt=2**31).encode(), "'attempt' names another call"),
+    "input_tokens-negative": (reply(input_tokens=-1).encode(), "'input_tokens' must be a non-negative integer"),
+    "output_tokens-text": (reply(output_tokens="5").encode(), "'output_tokens' must be a non-negative integer"),
+    "output_tokens-float": (reply(output_tokens=5.0).encode(), "'output_tokens' must be a non-negative integer"),
+    "input_tokens-over-10**12": (reply(input_tokens=10**12 + 1).encode(), "'input_tokens' must be at most"),
+    "split-sum-over-10**12": (reply(input_tokens=10**12, output_tokens=1).encode(),
+                              "'tokens' input_tokens + output_tokens must be at most"),
+    "tokens-not-the-split-sum": (reply(tokens=10, input_tokens=3, output_tokens=4).encode(),
+                                 "'tokens' must be input_tokens + output_tokens (7) when all three are given"),
+    "tokens-below-one-part": (reply(tokens=2, input_tokens=3).encode(), "'tokens' must be at least input_tokens (3)"),
+    "model-10KB": (reply(model="m" * 10_240).encode(), "'model' must be 1 to 128 characters, got 10240"),
+    "model-empty": (reply(model="").encode(), "'model' must be 1 to 128 characters, got 0"),
+    "model-number": (reply(model=4).encode(), "'model' must be a string, got an integer (4)"),
+    "model-NUL": (reply(model="gpt\u0000").encode(), "'model' must be printable text"),
+    "model-newline": (reply(model="gpt\nfake log line").encode(), "'model' must be printable text"),
 }
 
 

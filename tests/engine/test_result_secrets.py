@@ -21,3 +21,9 @@ def test_a_secret_that_holds_another_is_replaced_whole_and_no_secret_changes_not
     result = StepResult(ok=True, outputs={}, stdout="abc abcdef")
     assert secrets_hidden(result, ["abc", "abcdef"]).stdout == f"{SECRET_SHOWN} {SECRET_SHOWN}"
     assert secrets_hidden(result, ["", None]) is result
+
+
+def test_a_model_name_repeating_a_secret_is_hidden_too():
+    result = StepResult(ok=True, outputs={}, model="tok-123", input_tokens=2, output_tokens=1, tokens=3)
+    shown = secrets_hidden(result, ["tok-123"])
+    assert (shown.model, shown.input_tokens, shown.output_tokens) == (SECRET_SHOWN, 2, 1)
