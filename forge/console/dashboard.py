@@ -1,19 +1,21 @@
 """What the dashboard shows a person: runs in flight, approvals waiting for them, runs per day by status over
 the last DAYS days with their success rate, the workflows that failed recently, each budget's spend this
-month, and the kill switch."""
+month, the spend and tokens (input and output) of this month, each gateway's measured health, and the kill
+switch."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 from django.db.models import Count, Max
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from engine.interpreter.state import RunStatus
-from forge.governance.models import BudgetEnvelope
-from forge.governance.reservations import Ledger
+from forge.console.spend import Spent, spent
+from forge.governance.models import BudgetEnvelope, Gateway
+from forge.governance.reservations import Ledger, month_start
 from forge.runs.models import Approval, Run
 from forge.accounts.roles import can
 from forge.runs.selectors import approvals_for_user, runs_for_user
@@ -113,12 +115,26 @@ class FailingWorkflow:
 
 
 @dataclass(frozen=True)
+class GatewayHealth:
+    """A gateway as the runtime last measured it (its probe and its real dispatches)."""
+
+    name: str
+    healthy: bool
+    checked_at: datetime | None  # None: never checked
+    last_error: str
+    failures: int  # connection failures in a row
+    capabilities: list[str]
+
+
+@dataclass(frozen=True)
 class Board:
     in_flight: list[Run]
     approvals: list[Approval]
     chart: Chart
     failing: list[FailingWorkflow]
     budgets: list[Budget]
+    month: Spent  # every call's cost and tokens since the month began (UTC)
+    gateways: list[GatewayHealth]
     kill_switch: object
     may_switch: bool  # may engage or lift the kill switch
 
@@ -127,6 +143,12 @@ def budgets(now=None) -> list[Budget]:
     envelopes = list(BudgetEnvelope.objects.filter(enabled=True).order_by("name", "pk"))
     figures = Ledger.open(now or timezone.now(), envelopes, (), lock=False).envelopes
     return [Budget(e.name, e.scope, float(e.limit), *map(float, figures[e.pk])) for e in envelopes]
+
+
+def gateways() -> list[GatewayHealth]:
+    return [GatewayHealth(g.name, g.healthy, g.checked_at, g.last_error, g.failures,
+                          [str(c) for c in g.capabilities] if isinstance(g.capabilities, list) else [])
+            for g in Gateway.objects.order_by("name")]
 
 
 def _share(status: str) -> str:
@@ -179,6 +201,8 @@ def for_user(user) -> Board:
         chart=chart(runs_for_user(user), now.date()),
         failing=failing(runs, now - timedelta(days=FAILED_SINCE_DAYS)),
         budgets=budgets(),
+        month=spent(since=month_start(now)),
+        gateways=gateways(),
         kill_switch=kill_switch(),
         may_switch=can(user, "killswitch.set"),
     )

@@ -3,7 +3,7 @@ problem in words the page shows (with a 400 and no rows) rather than a guess or 
 
 Numbers are ASCII digits within 64 bits (str.isdigit also takes '²', which int() refuses, and '٣', which it
 reads as 3); dates are YYYY-MM-DD in ASCII digits, or a moment YYYY-MM-DDTHH:MM[:SS[.ffffff]] in UTC unless it
-names its zone (Z or ±HH:MM); texts are at most as long as the column they are compared with. Control
+names its zone (Z or ±HH:MM); months are YYYY-MM; texts are at most as long as the column they are compared with. Control
 characters never get here (forge/request_guard.py).
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 MAX_ID = 2**63 - 1
 _DIGITS = re.compile(r"[0-9]{1,19}")
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_MONTH = re.compile(r"([0-9]{4})-([0-9]{2})")
 _MOMENT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?"
                      r"(Z|[+-][0-9]{2}:[0-9]{2})?")
 
@@ -77,3 +78,20 @@ class Filters:
         except OverflowError:  # 0001-01-01T00:00+01:00 is before the first moment UTC can name
             self.problems.append(f"{name} must be between 0001-01-01 and 9999-12-31 in UTC")
             return None
+
+    def month(self, name: str, *, end: bool = False) -> datetime | None:
+        """The first moment of the month named (YYYY-MM) in UTC; with `end`, the first moment after it (None after
+        9999-12: no moment comes after it, and nothing is left out)."""
+        raw = self._raw(name, "month", end=end)
+        if not raw:
+            return None
+        match = _MONTH.fullmatch(raw)
+        if not match or not 1 <= int(match.group(2)) <= 12 or int(match.group(1)) < 1:
+            self.problems.append(f"{name} must be a month written YYYY-MM, from 0001-01 to 9999-12")
+            return None
+        year, month = int(match.group(1)), int(match.group(2))
+        if end:
+            if (year, month) == (9999, 12):
+                return None
+            year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+        return datetime(year, month, 1, tzinfo=timezone.utc)

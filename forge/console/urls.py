@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path
 
 from forge.console.views import actions, audit, live, pages, run_panes, runs, workflows
-from forge.console.views import decisions, kill_switch, replies
+from forge.console.views import decisions, kill_switch, replies, spend
 
 app_name = "console"
 
@@ -31,4 +31,5 @@ urlpatterns = [
     path("layouts/<str:content_hash>/", workflows.layout_keep, name="layout"),
     path("live/status/", live.live_status, name="live_status"),
     path("killswitch/", kill_switch.kill_switch, name="kill_switch"),
+    path("spend/", spend.spend_page, name="spend"),
 ]

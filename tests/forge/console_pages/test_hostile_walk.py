@@ -70,6 +70,7 @@ CASES = {
     "layout": Case(json=True),
     "live_status": Case(),
     "kill_switch": Case(form={"engaged": "on", "reason": "incident 42"}),
+    "spend": Case(query=("from", "to")),
 }
 ROUTES = {p.name: p for p in urls.urlpatterns if isinstance(p, URLPattern)}
 

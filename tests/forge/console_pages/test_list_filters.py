@@ -106,6 +106,8 @@ def valid(kind: str, takes: dict) -> list[str]:
         return list(takes["options"])
     if kind == "number":
         return ["1", str(MAX_ID)]
+    if kind == "month":
+        return ["0001-01", "2026-02", "9999-12"]
     today = timezone.now().date().isoformat()
     return [today, "0001-01-01", "9999-12-31", f"{today}T00:00", f"{today}T23:59:59.999999", f"{today}T12:00Z",
             f"{today}T12:00:00+05:30", f"{today}T12:00-08:00", "0001-01-01T00:00Z", "9999-12-31T23:59:59Z"]
@@ -118,6 +120,8 @@ def garbled(kind: str, takes: dict) -> list[str]:
         return ["<script>alert(1)</script>", "NOT-ONE-" + "x" * 5000, " " + (takes["options"] or ("x",))[-1]]
     if kind == "number":
         return ["0", "-1", "²", "٣", "1e3", " 1", str(MAX_ID + 1), "9" * 5000, "x'; drop"]
+    if kind == "month":
+        return ["2026-13", "2026-00", "0000-12", "2026-1", "2026-01-01", "٢٠٢٦-٠١", "+2026-01", "26-01", "9" * 5000]
     return ["yesterday", "2030-02-31", "٢٠٢٤-٠١-٠١", "+2024-01-01", "31/12/2030", "1e999", "2024-01-01T25:00",
             "2024-01-01T10:00+24:00", "2024-01-01 10:00", "0001-01-01T00:00+01:00", "9999-12-31T23:59-01:00",
             "2024-01-01T10:00:00.1234567", "9" * 5000]
