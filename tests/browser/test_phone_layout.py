@@ -43,6 +43,7 @@ def pages(console, waiting: int, failed: int) -> dict[str, tuple[str, str | None
                                            " && window.forgeRun.drawnAt !== null"),
         "approvals": ("/approvals/", None),
         "audit": ("/audit/", None),
+        "spend": ("/spend/", None),
         "restart-plan": (f"/runs/{failed}/restart/?step=load", None),
     }
 
