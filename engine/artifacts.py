@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+MAX_FILE_BYTES = 10 * 1024 * 1024  # spec 15's bounds, unless the installation says otherwise
+MAX_RUN_BYTES = 100 * 1024 * 1024
 MAX_PATTERNS = 100
 MAX_PATTERN_CHARS = 512
 MAX_ENTRIES = 100_000  # directory entries looked at per collection: a step cannot make collecting endless
@@ -298,3 +300,21 @@ def collect(root: Path | str, patterns: list[str], *, max_file_bytes: int, budge
     walk.out.refused[:0] = out_refused
     walk.out.kept.sort(key=lambda kept: kept.path)
     return walk.out
+
+
+class Listing:
+    """What a run's steps kept and had refused, attempt by attempt, within the run's bound: the local runner's
+    record (it keeps no copies; its report lists them). `steps[step]` is {"kept": [...], "refused": [...]}, each
+    entry with its `attempt`."""
+
+    def __init__(self, *, max_file_bytes: int = MAX_FILE_BYTES, run_bytes: int = MAX_RUN_BYTES):
+        self.max_file_bytes = max_file_bytes
+        self.left = run_bytes
+        self.steps: dict[str, dict[str, list]] = {}
+
+    def collect(self, root: Path | str, step: str, attempt: int, patterns: list[str]) -> None:
+        got = collect(root, patterns, max_file_bytes=self.max_file_bytes, budget_bytes=self.left)
+        self.left -= got.total_bytes
+        listed = self.steps.setdefault(step, {"kept": [], "refused": []})
+        listed["kept"] += [{**kept.to_json(), "attempt": attempt} for kept in got.kept]
+        listed["refused"] += [{**refused.to_json(), "attempt": attempt} for refused in got.refused]

@@ -10,9 +10,11 @@ from __future__ import annotations
 import functools
 import math
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from engine.artifacts import MAX_PATTERNS, pattern_problem
 
 OUTPUT_TYPES = ("string", "number", "integer", "boolean", "object", "array")
 OutputType = Literal["string", "number", "integer", "boolean", "object", "array"]
@@ -184,6 +186,16 @@ class AgentConfig(Strict):
     max_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
 
 
+def _artifact_glob(pattern: str) -> str:
+    if (problem := pattern_problem(pattern)) is not None:
+        raise ValueError(problem)
+    return pattern
+
+
+# A glob relative to the run's directory (engine.artifacts says what it matches).
+ArtifactGlob = Annotated[str, AfterValidator(_artifact_glob)]
+
+
 class WorkflowRef(Strict):
     name: str
     version: int | None = Field(default=None, ge=1)
@@ -217,7 +229,7 @@ class Step(Strict):
     loop: LoopSpec | None = None
     capabilities: list[str] = Field(default_factory=list)
     agent_config: AgentConfig | None = None
-    artifacts: list[str] = Field(default_factory=list)
+    artifacts: list[ArtifactGlob] = Field(default_factory=list, max_length=MAX_PATTERNS)
     # What one call is expected to cost, reserved against budgets at dispatch (not in the spec's table:
     # docs/engine.md). It can raise the agent's own projection, never lower it.
     estimated_cost: float | None = Field(default=None, ge=0)

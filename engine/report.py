@@ -15,6 +15,7 @@ class RunOutcome:
     state: RunState
     paused: bool
     finished_at: float
+    artifacts: dict[str, dict] | None = None  # step -> {"kept", "refused"} (engine.artifacts.Listing); None: not listed
 
     @property
     def status(self) -> str:
@@ -34,6 +35,8 @@ def report(outcome: RunOutcome) -> dict[str, Any]:
         }
         if spec.model.loop is not None:
             steps[spec.id]["history"] = [call["name"] for call in st.history]
+        if spec.model.artifacts and outcome.artifacts is not None:
+            steps[spec.id]["artifacts"] = outcome.artifacts.get(spec.id, {"kept": [], "refused": []})
     approvals = [{"step": a["step"], "kind": a["kind"], "status": a["status"], "decision": a["decision"]}
                  for a in state.approvals]
     return {"status": outcome.status, "error": state.error, "layers": workflow.layers(),

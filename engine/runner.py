@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.arguments import ArgumentsInvalid, resolve_args
+from engine.artifacts import Listing
 from engine.executors import ShellExecutor, StepRequest, StepResult
 from engine.executors import mock as mock_agent
 from engine.executors.sandbox import Sandbox
@@ -90,6 +91,7 @@ class LocalRunner:
         self.workdir = workdir
         self.sandbox = Sandbox() if sandbox is None else sandbox
         self._shell = ShellExecutor(sandbox=self.sandbox)
+        self.artifacts = Listing()  # what shell steps' `artifacts` matched, for the report
         self._pool: ThreadPoolExecutor | None = None
 
     def run(self) -> RunOutcome:
@@ -108,7 +110,7 @@ class LocalRunner:
             if self._own_workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
         paused = not self.interpreter.finished
-        return RunOutcome(self.workflow, self.interpreter.state, paused, self.now)
+        return RunOutcome(self.workflow, self.interpreter.state, paused, self.now, artifacts=self.artifacts.steps)
 
     # -- the event loop ------------------------------------------------------
 
@@ -210,6 +212,8 @@ class LocalRunner:
     def _finish_job(self, item: tuple[StepRequest, StepResult]) -> None:
         request, result = item
         self._jobs.pop((request.step, request.attempt), None)
+        if request.spec.artifacts:  # what the attempt left, before the next step can change it
+            self.artifacts.collect(self.workdir, request.step, request.attempt, request.spec.artifacts)
         if not self.fast:
             self.now = max(self.now, time.time())
         self._feed(result.event(request, self.now))

@@ -182,3 +182,40 @@ def test_the_walk_is_bounded(tmp_path, monkeypatch):
         write(tmp_path, f"f{n}.txt")
     result = collect(tmp_path, ["*.txt"], max_file_bytes=MiB, budget_bytes=MiB)
     assert len(result.kept) == 5 and "more than 5 entries" in result.refused[0].reason
+
+
+# -- the local runner lists what shell steps kept ------------------------------------------------------------------
+
+
+def test_the_local_runner_lists_each_steps_artifacts_in_its_report(tmp_path):
+    from engine.report import report
+    from engine.runner import LocalRunner
+    from engine.validation import load_workflow
+
+    outside = write(tmp_path, "outside/secret.txt", b"secret")
+    workflow = load_workflow(f"""
+name: keep
+steps:
+  - id: build
+    agent: shell
+    command: "mkdir -p report && printf pdf > report/a.pdf && printf '{{}}' > out.json && ln -s {outside} link.json"
+    artifacts: ["report/*.pdf", "*.json"]
+  - id: later
+    agent: shell
+    command: "cat report/a.pdf"
+    depends_on: [build]
+  - id: nothing
+    agent: shell
+    command: "true"
+    artifacts: ["missing/*"]
+""")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    outcome = LocalRunner(workflow, fast=True, workdir=str(run_dir)).run()
+    steps = report(outcome)["steps"]
+    assert steps["later"]["stdout"] == "pdf" and "artifacts" not in steps["later"]  # the directory is shared
+    assert steps["build"]["artifacts"] == {
+        "kept": [{"path": "out.json", "size": 2, "sha256": hashlib.sha256(b"{}").hexdigest(), "attempt": 1},
+                 {"path": "report/a.pdf", "size": 3, "sha256": hashlib.sha256(b"pdf").hexdigest(), "attempt": 1}],
+        "refused": [{"path": "link.json", "reason": "a symbolic link, never followed", "attempt": 1}]}
+    assert steps["nothing"]["artifacts"] == {"kept": [], "refused": []}
