@@ -41,7 +41,8 @@ def price_bound(config: dict) -> float:
 
 
 def projected_cost(agent: Agent | None, spec) -> float:
-    """What one call of the step `spec` by `agent` is expected to cost: the largest of the step's
+    """What one call of the step `spec` by `agent` (as its run pinned it: forge.runs.pinning, whose config
+    carries the pinned prices) is expected to cost: the largest of the step's
     `estimated_cost`, the agent's `estimated_cost`, the mock's `cost` (mock agent) and the price bound (openai
     agent). A workflow can raise what its admin configured, never lower it."""
     figures = [_amount(spec.estimated_cost)]

@@ -12,6 +12,7 @@ from engine.interpreter.state import RunState
 from engine.workflow import Workflow
 from forge.runs.compiled import new_run_workflow
 from forge.runs.models import Checkpoint, Run, RunEvent, RunInput, StepResult
+from forge.runs.pinning import pins, step_agents
 from forge.runtime import inbox
 from forge.workflows.models import WorkflowVersion
 from forge.workflows.services import shell_agents
@@ -88,10 +89,13 @@ def create_run(*, version: WorkflowVersion, workflow: Workflow, used_library: di
     check_timeouts(workflow)
     check_args_size(args)
     now = timezone.now()
+    # A restart keeps its source run's agents, a child its parent's (forge/runs/pinning.py).
+    source = restarted_from or parent
     run = Run.objects.create(workflow=version.workflow, version=version, args=args, started_by=user,
                              parent=parent, parent_step=parent_step, parent_attempt=parent_attempt,
                              restarted_from=restarted_from, restart_from_step=restart_from_step,
-                             library=used_library, context_trust=context_trust, created_at=now, progressed_at=now)
+                             library=used_library, context_trust=context_trust, created_at=now, progressed_at=now,
+                             pinned=pins(step_agents(workflow), source.pinned if source else None))
     state: RunState | None = prepare(str(run.pk)) if prepare else None
     interpreter = Interpreter.new(workflow, run_id=str(run.pk), args=args, options=options(), state=state)
     steps = interpreter.state.steps

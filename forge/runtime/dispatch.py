@@ -18,6 +18,7 @@ from forge.governance import reservations
 from forge.governance.context import ALLOWED, GovernanceView
 from forge.runs.models import RunInput
 from forge.runs.models import StepResult as StepRow
+from forge.runs.pinning import pinned_agent, step_agents
 from forge.runs.times import to_datetime
 from forge.runtime import agents, inbox, leases, queue
 from forge.runtime.effects import Effects
@@ -53,19 +54,6 @@ class InlineCall:
         return RunInput(key=inbox.completion(self.step, self.attempt, self.iteration), event=event.to_json())
 
 
-def step_agents(workflow: Workflow) -> set[str]:
-    """Every agent the workflow's steps may call: their own, and a review loop's fix agent."""
-    names = set()
-    for spec in workflow.steps:
-        model = spec.model
-        if model.agent:
-            names.add(model.agent)
-        fix = model.loop.on_request_changes if model.loop is not None else None
-        if fix is not None and fix.fix_agent:
-            names.add(fix.fix_agent)
-    return names
-
-
 class Dispatcher:
     """Governs and starts the dispatches of one round."""
 
@@ -83,7 +71,9 @@ class Dispatcher:
         if view.limited(workflow, command.agent):
             # Every limit the run's steps can meet is locked at once, before anything is counted.
             view.open_ledger(workflow, {command.agent, *step_agents(self.workflow)})
-        estimated = reservations.projected_cost(view.agent(command.agent), spec)
+        live = view.agent(command.agent)  # governance reads the row; the call runs as the run pinned it
+        agent = pinned_agent(r.run, command.agent, live) if live is not None else None
+        estimated = reservations.projected_cost(agent, spec)
         ctx = view.context(run=r.run, workflow=workflow, dispatch=command, capabilities=tuple(spec.capabilities),
                            running=self._running(command.agent), estimated_cost=estimated)
         decision = evaluate(ctx)
@@ -108,7 +98,7 @@ class Dispatcher:
         view.running[command.agent] += 1
         view.dispatched[command.agent] += 1
         view.reserve(run_id=r.run.pk, workflow=workflow, dispatch=command, amount=estimated)
-        self._start(command, spec, view.agent(command.agent))
+        self._start(command, spec, agent)
 
     def _running(self, name: str) -> int:
         """The agent's steps running now, for its max_concurrency: other runs' rows, this run's steps still
@@ -187,4 +177,3 @@ class Dispatcher:
     def release(self, command: cmd.CancelStep) -> None:
         """A cancelled or timed-out attempt stops holding budgets (a result that still arrives settles it)."""
         reservations.release(self.effects.run.pk, command.step, command.attempt)
-

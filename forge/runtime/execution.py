@@ -26,9 +26,9 @@ from django.utils import timezone
 from engine.executors import StepRequest
 from engine.interpreter.state import StepStatus
 from forge.audit.services import audit
-from forge.governance.context import configuration
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Run
+from forge.runs.pinning import pinned_agent
 from forge.runtime import agents, bridge, inbox, leases, output, recovery, stopping, store
 from forge.runtime.completion import Completion
 from forge.runtime.dispatch import request_of
@@ -73,7 +73,7 @@ def claim_attempt(run_id: int, step: str, attempt: int, fence: int, *, resume: b
                 return None
             fence = run.fences
         leases.claim(row["id"], fence, now)
-        agent = configuration().agents.get(row["agent"])
+        agent = pinned_agent(run, row["agent"])  # as the run started; deleted since: its pin still runs
         spec = run_workflow(run).by_id[step].model
     request = request_of(run_id, row["dispatch"], spec, workdir(run_id))
     return Claim(run_id, step, attempt, row["iteration"], fence, row["id"], agent, request)

@@ -196,14 +196,19 @@ def test_a_redelivered_task_after_the_result_was_recorded_does_not_run_the_step_
     assert CALLS == [("work", 1)]
 
 
-def test_a_step_whose_agent_was_deleted_after_dispatch_fails_and_says_so(queued):
+def test_a_step_whose_agent_was_deleted_after_dispatch_runs_as_pinned_and_the_next_dispatch_is_refused(queued):
+    # The run pinned the agent when it started (spec 15): the attempt dispatched before the deletion runs with
+    # that configuration; a new dispatch meets the gates, which read the agent live and find it gone.
     run, enqueue = queued
     Agent.objects.filter(name="worker_py").delete()
 
     assert execute_step(*task(enqueue)) == "accepted"
 
-    assert CALLS == []
-    assert (row(run).status, row(run).error) == ("failed", "agent 'worker_py' no longer exists")
+    assert CALLS == [("work", 1)]
+    assert (row(run).status, row(run).outputs) == ("completed", {"n": 1})
+    after = row(run, "after")
+    assert (after.status, after.error_code) == ("failed", "agent_disabled")
+    assert "not registered" in after.error
 
 
 # -- a stopping cluster (forge.runtime.stopping) ------------------------------------------------------------

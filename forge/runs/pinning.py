@@ -1,0 +1,149 @@
+"""Agents pinned per run (spec 15): what a run reads of each agent once, when it starts.
+
+A run keeps, for every agent its steps can call, the agent's provider, its
+configuration (model, endpoint, secrets' names), the names of its gateways in
+order, its prices and the keys a step may override, in `Run.pinned`:
+
+    {"agents": {"writer": {"provider": "openai", "config": {...}, "gateways": ["gw-a", "gw-b"],
+                           "prices": [0.15, 0.6], "overridable": ["model"]}}}
+
+An admin's change to those applies to runs started after it. Governance
+settings (enabled, status, trust, requires-approval, budgets, rate limits,
+concurrency, policies) stay live: the gates read the Agent row at each
+dispatch (forge.governance.context), never the pin. A gateway's own row (its
+url, health, capabilities) is live too: the pin keeps which gateways and in
+what order.
+
+A restart keeps its source run's pins, and a sub-workflow's child run those of
+its parent (one run, one configuration per agent); either pins now only the
+agents its source did not. A run resumed after a crash or a hold reads its row:
+nothing is pinned again. A run started before pinning existed has no pins and
+reads its agents live.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from engine.workflow import Workflow
+from forge.governance.context import configuration
+from forge.governance.models import Agent, Gateway, model_price
+
+
+def step_agents(workflow: Workflow) -> set[str]:
+    """Every agent the workflow's steps may call: their own, and a review loop's fix agent."""
+    names = set()
+    for spec in workflow.steps:
+        model = spec.model
+        if model.agent:
+            names.add(model.agent)
+        fix = model.loop.on_request_changes if model.loop is not None else None
+        if fix is not None and fix.fix_agent:
+            names.add(fix.fix_agent)
+    return names
+
+
+def pin_of(agent: Agent) -> dict[str, Any]:
+    """One agent's pin: plain JSON, read from its row now."""
+    config = agent.config if isinstance(agent.config, dict) else {}
+    gateways = [route.gateway.name for route in agent.routes.all()]  # ordered by position (AgentGateway.Meta)
+    legacy = getattr(agent, "gateway", None)  # the single gateway an agent named before it could name several
+    if not gateways and legacy is not None:
+        gateways = [legacy.name]
+    prices = model_price(config) if agent.provider == "openai" else None
+    return {"provider": agent.provider, "config": config, "gateways": gateways,
+            "prices": list(prices) if prices else None,
+            "overridable": list(agent.overridable) if isinstance(agent.overridable, list) else []}
+
+
+def pins(names: Iterable[str], inherited: dict | None = None) -> dict[str, Any]:
+    """`Run.pinned` for a run whose steps can call the agents `names`: the `inherited` pins (a restart's source,
+    a child's parent) kept as they are, every other agent that exists pinned from its row now. An agent that
+    does not exist is not pinned: its steps are refused at dispatch, as the gates read it live."""
+    kept = dict((inherited or {}).get("agents") or {})
+    missing = sorted(set(names) - set(kept))
+    if missing:
+        rows = Agent.objects.filter(name__in=missing).prefetch_related("routes__gateway")
+        if _has_legacy_gateway():
+            rows = rows.select_related("gateway")
+        kept.update({agent.name: pin_of(agent) for agent in rows})
+    return {"agents": kept}
+
+
+def _has_legacy_gateway() -> bool:
+    return any(field.name == "gateway" for field in Agent._meta.concrete_fields)
+
+
+class PinnedAgent:
+    """An agent as one run calls it: the pinned provider, config, gateways and prices, and every other field
+    (the governance settings) read from the live Agent row, which is None once the agent is deleted.
+
+    `config` carries the pinned prices as `price_per_million`, so whatever prices a call from the config
+    (forge.governance.models.model_price: the executor's cost, a budget's projected cost) uses the prices
+    the run started with.
+    """
+
+    def __init__(self, name: str, pin: dict[str, Any], live: Agent | None):
+        self.name = name
+        self.provider = str(pin.get("provider") or "")
+        self.pinned_config = pin.get("config") if isinstance(pin.get("config"), dict) else {}
+        self.gateways = tuple(str(g) for g in pin.get("gateways") or ())
+        prices = pin.get("prices")
+        self.prices = tuple(prices) if isinstance(prices, list) and len(prices) == 2 else None
+        self.overridable = tuple(pin.get("overridable") or ())
+        self.live = live
+
+    @property
+    def config(self) -> dict[str, Any]:
+        if self.prices is None:
+            return self.pinned_config
+        return {**self.pinned_config, "price_per_million": list(self.prices)}
+
+    def gateway_rows(self) -> list[Gateway]:
+        """The pinned gateways' rows (live: url, health, capabilities), in the pinned order; a gateway deleted
+        since the run started is left out."""
+        rows = {g.name: g for g in Gateway.objects.filter(name__in=self.gateways)}
+        return [rows[name] for name in self.gateways if name in rows]
+
+    @property
+    def gateway(self) -> Gateway | None:
+        """The first pinned gateway, for the executors that send to one."""
+        rows = self.gateway_rows()
+        return rows[0] if rows else None
+
+    def __getattr__(self, attr: str):
+        # Only reached for what the pin does not hold: the governance settings, read live.
+        live = self.__dict__.get("live")
+        if live is None or attr.startswith("_"):
+            raise AttributeError(f"agent {self.__dict__.get('name')!r} has no live row to read {attr!r} from "
+                                 f"(deleted since the run started)")
+        return getattr(live, attr)
+
+    def __repr__(self) -> str:
+        return f"PinnedAgent({self.name!r}, {self.provider!r})"
+
+
+_LIVE = object()
+
+
+def pinned_agents(run) -> dict[str, dict]:
+    """The run's pins by agent name ({} for a run from before pinning)."""
+    agents = run.pinned.get("agents") if isinstance(run.pinned, dict) else None
+    return agents if isinstance(agents, dict) else {}
+
+
+def pinned_agent(run, name: str, live: Agent | None | object = _LIVE) -> PinnedAgent | Agent | None:
+    """The agent `name` as `run` calls it: a PinnedAgent when the run pinned it, else the live row (a run from
+    before pinning), or None when there is neither. `live` is the Agent row the caller already holds (the
+    dispatch's governance snapshot); by default this process's snapshot is read.
+
+    An agent deleted after the run started keeps its pin: an attempt dispatched before the deletion still
+    runs with the pinned configuration. New dispatches of it are refused by the gates, which read it live.
+    """
+    if live is _LIVE:
+        live = configuration().agents.get(name)
+    pin = pinned_agents(run).get(name)
+    if not isinstance(pin, dict):
+        return live
+    return PinnedAgent(name, pin, live)
