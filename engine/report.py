@@ -39,6 +39,6 @@ def report(outcome: RunOutcome) -> dict[str, Any]:
             steps[spec.id]["artifacts"] = outcome.artifacts.get(spec.id, {"kept": [], "refused": []})
     approvals = [{"step": a["step"], "kind": a["kind"], "status": a["status"], "decision": a["decision"]}
                  for a in state.approvals]
-    return {"status": outcome.status, "error": state.error, "layers": workflow.layers(),
-            "dispatch_order": list(state.dispatch_order), "steps": steps, "approvals": approvals,
-            "variables": state.variables}
+    return {"status": outcome.status, "error": state.error, "error_code": state.error_code,
+            "layers": workflow.layers(), "dispatch_order": list(state.dispatch_order), "steps": steps,
+            "approvals": approvals, "variables": state.variables}

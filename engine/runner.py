@@ -31,6 +31,7 @@ from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
 from engine.interpreter import Interpreter, Options, RunState
 from engine.interpreter import replay
+from engine.interpreter.machine import RUN_TIMEOUT
 from engine.problems import WorkflowInvalid
 from engine.report import RunOutcome
 from engine.validation import load_workflow
@@ -123,9 +124,9 @@ class LocalRunner:
         return False
 
     def _waits_on_a_person(self, event: Any) -> bool:
-        """A timer that only ends a wait for a person's decision or reply (its expiry)."""
+        """A timer that only ends a wait for a person's decision or reply: its expiry, or the run's deadline."""
         timer = self.interpreter.state.timers.get(event.timer) if isinstance(event, ev.TimerFired) else None
-        return timer is not None and timer["purpose"] == "approval_timeout"
+        return timer is not None and timer["purpose"] in ("approval_timeout", RUN_TIMEOUT)
 
     def _next(self) -> bool:
         """Feed the next event; False when nothing more can happen."""

@@ -32,7 +32,7 @@ from engine.yamlload import Loaded, YamlLoadError, load
 
 STEP_ID = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-CRITERIA_LOCALS = frozenset({"outputs"})
+CRITERIA_LOCALS = frozenset({"output", "outputs"})
 UNTIL_LOCALS = frozenset({"output", "outputs", "iteration", "previous_output"})
 DOCUMENT_FIELDS = frozenset(Document.model_fields)
 TEMPLATED = frozenset({"command", "approval_message"})
@@ -135,6 +135,7 @@ class _Validator:
         self.by_index: dict[int, _StepCheck] = {}  # by position in the file's `steps` list
         self.ids: dict[str, int] = {}
         self.hints_left = HINTS
+        self._declared: frozenset[str] | None = None
         self.unlisted = 0
         self.unlisted_code = ""
 
@@ -173,8 +174,10 @@ class _Validator:
         self.check_strings()
         for check in self.steps:
             self.check_step_model(check)
+        previous = None
         for check in self.steps:
-            self.check_step_references(check, document)
+            self.check_step_references(check, document, previous)
+            previous = check
         self.check_graph()
         self.problems.sort(key=Problem.sort_key)
         if self.unlisted:
@@ -303,10 +306,16 @@ class _Validator:
             if not exempt and raw.get("command") is None:
                 self.report("missing_command", "an agent step needs `command` (what the agent does)", base, check)
 
-    def check_step_references(self, check: _StepCheck, document: Document | None) -> None:
+    def check_step_references(self, check: _StepCheck, document: Document | None,
+                              previous: _StepCheck | None) -> None:
         raw = check.raw
         base = ("steps", check.index)
         own_id = raw.get("id") if isinstance(raw.get("id"), str) else None
+        if previous is not None and self.root.get("sequential") is True and "depends_on" not in raw:
+            # spec 15: a sequential document's step without a depends_on key follows the one before it in the file
+            before = previous.raw.get("id")
+            if isinstance(before, str) and self.ids.get(before) == previous.index:
+                check.refs.append(before)
         depends_on = raw.get("depends_on")
         if isinstance(depends_on, list):
             for k, dep in enumerate(depends_on):
@@ -397,7 +406,43 @@ class _Validator:
             return None
         for path in paths(node):
             self.reference(check, path, where, local, own_id)
+            if not path.dollar:
+                self.bare_name(check, path, where, local)
         return node
+
+    def bare_name(self, check: _StepCheck, path: Path, where: tuple, local: frozenset) -> None:
+        """A bare name no declaration puts in scope: a warning, since an undeclared output may set it (spec 15)."""
+        root = path.segments[0]
+        if (root in local or root in RESERVED_ROOTS or root in self.ids or root in self.declared
+                or (len(path.segments) >= 2 and path.segments[1] == "outputs")):
+            return
+        known = self.declared | local | {"vars", "args", "run"}
+        self.report("unknown_name", f"{root!r} is not a name in scope in {_place(where)}"
+                    f"{self.suggest(root, known)}: no argument, variable, output or input declares it, so it reads "
+                    "as null unless an undeclared output sets it at run time", where, check, warning=True)
+
+    @property
+    def declared(self) -> frozenset[str]:
+        """The names a run's variables may hold by declaration: `args`, `variables`, every step's `outputs`,
+        `mock.outputs` (and its sequence's) and `inputs` (passed through to its outputs), and `approved` when
+        there is an approval step (its outputs). Gathered once, when the first bare name needs it."""
+        if self._declared is None:
+            names: set[str] = set()
+            for key in ("args", "variables"):
+                if isinstance(self.root.get(key), dict):
+                    names.update(k for k in self.root[key] if isinstance(k, str))
+            for check in self.steps:
+                raw = check.raw
+                mock = raw.get("mock") if isinstance(raw.get("mock"), dict) else {}
+                sequence = mock.get("sequence") if isinstance(mock.get("sequence"), list) else []
+                for fields in (raw.get("outputs"), raw.get("inputs"), mock.get("outputs"),
+                               *(call.get("outputs") for call in sequence if isinstance(call, dict))):
+                    if isinstance(fields, dict):
+                        names.update(k for k in fields if isinstance(k, str))
+                if raw.get("approval") is not None:
+                    names.add("approved")
+            self._declared = frozenset(names)
+        return self._declared
 
     def template(self, check: _StepCheck, text: str, where: tuple):
         try:
@@ -488,6 +533,12 @@ class _Validator:
                 ref_args=check.ref_args, policy=failure_policy(model)))
         unresolved = [s.id for s in specs if s.model.library_step is not None and self.library is None]
         return Workflow(document, specs, self.source, unresolved_library=unresolved)
+
+
+def _place(where: tuple) -> str:
+    """Where an expression is written, as a person names it: `condition`, `success_criteria`, `loop.until`."""
+    names = [part for part in where[2:] if isinstance(part, str)]
+    return "`" + ".".join(names) + "`" if names else "the document"
 
 
 def _label(raw: dict) -> str | None:

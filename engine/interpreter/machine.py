@@ -27,6 +27,7 @@ APPROVAL_OPTIONS = ("approve", "reject")
 TERMINAL = StepStatus.TERMINAL
 RUNNING, WAITING, PENDING = StepStatus.RUNNING, StepStatus.WAITING, StepStatus.PENDING
 _READY_WAITS = (Wait.QUEUED, Wait.REDISPATCH)
+RUN_TIMEOUT = "run_timeout"  # the deadline timer's purpose and the error code of what it ends
 
 
 def initial_variables(workflow: Workflow, args: dict[str, Any]) -> dict[str, Any]:
@@ -150,8 +151,22 @@ class Interpreter(FailureHandling, LoopHandling, StartHold):
         state.status = RunStatus.RUNNING
         state.started_at = event.at
         self._scope.run = {"id": state.run_id, "started_at": _iso(event.at)}
+        self._start_deadline()
         if event.hold is not None:
             self._hold_start(event.hold)
+
+    def _start_deadline(self) -> None:
+        """The document's `timeout` bounds the whole run from its start, a start hold's wait included (spec 15).
+        The timer is part of the state, so a checkpoint keeps the deadline; a restart is a new run with its own."""
+        seconds = self.workflow.document.timeout_s
+        if seconds is None:
+            return
+        state = self.state
+        state.seq += 1
+        timer_id = f"t{state.seq}"
+        fire_at = state.now + seconds
+        state.timers[timer_id] = {"step": None, "purpose": RUN_TIMEOUT, "fire_at": fire_at, "seconds": seconds}
+        self._out.append(cmd.ScheduleTimer(timer_id, fire_at, RUN_TIMEOUT))
 
     def _on_step_finished(self, event: ev.StepFinished) -> None:
         i = self._index.get(event.step)
@@ -249,6 +264,9 @@ class Interpreter(FailureHandling, LoopHandling, StartHold):
         timer = self.state.timers.pop(event.timer, None)
         if timer is None:
             return
+        if timer["purpose"] == RUN_TIMEOUT:
+            self._run_timed_out(timer["seconds"])
+            return
         i = self._index[timer["step"]]
         st = self._st[i]
         if st.timer != event.timer:
@@ -290,6 +308,14 @@ class Interpreter(FailureHandling, LoopHandling, StartHold):
                 continue
             self._stop(i, "run_cancelled", message)
         self._finish(RunStatus.CANCELLED, message, "run_cancelled")
+
+    def _run_timed_out(self, seconds: float) -> None:
+        """The deadline passed: every step not yet final ends cancelled, what is in flight stopped (spec 15)."""
+        message = f"the run's timeout of {_seconds(seconds)} passed"
+        for i, st in enumerate(self._st):
+            if st.status not in TERMINAL:
+                self._stop(i, RUN_TIMEOUT, message)
+        self._finish(RunStatus.FAILED, message, RUN_TIMEOUT)
 
     def _on_run_aborted(self, event: ev.RunAborted) -> None:
         # The steps in flight are what the run was stopped over: they fail with its code; the others never ran.
@@ -477,7 +503,7 @@ class Interpreter(FailureHandling, LoopHandling, StartHold):
 
     def _complete_with(self, i: int, outputs: dict) -> None:
         try:
-            accepted = steps.accept_outputs(self._specs[i], outputs, self._scope)
+            accepted = steps.accept_outputs(self._specs[i], outputs, self._scope, self._st[i].stdout or "")
         except steps.StepFailure as exc:
             self._fail(i, exc.code, str(exc), False)
             return

@@ -96,8 +96,9 @@ def child_args(spec: StepSpec, scope: Scope) -> dict[str, Any]:
     return args
 
 
-def accept_outputs(spec: StepSpec, outputs: dict, scope: Scope) -> dict:
-    """Spec section 7 in order: coercion, validation, success criteria, input passthrough.
+def accept_outputs(spec: StepSpec, outputs: dict, scope: Scope, stdout: str = "") -> dict:
+    """Spec section 7 in order: coercion, validation, success criteria, input passthrough. The criteria read
+    `outputs` (the validated outputs) and `output` (`stdout`, what the step printed: spec 15).
 
     Raises:
         StepFailure: `output_invalid`, `success_criteria_failed` or `condition_error`.
@@ -108,7 +109,7 @@ def accept_outputs(spec: StepSpec, outputs: dict, scope: Scope) -> dict:
     if problem:
         raise StepFailure("output_invalid", problem)
     if spec.criteria:
-        local = scope.with_local({"outputs": result})
+        local = scope.with_local({"output": stdout, "outputs": result})
         for text, node in spec.criteria:
             try:
                 holds = node.evaluate(local)
