@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from engine.interpreter import Interpreter, Options, RunStarted
 from engine.interpreter.state import RunState
+from engine.problems import WorkflowInvalid
 from engine.workflow import Workflow
 from forge.runs.compiled import new_run_workflow
 from forge.runs.models import Checkpoint, Run, RunEvent, RunInput, StepResult
@@ -43,6 +44,24 @@ def check_references(workflow: Workflow, path: tuple[str, ...] = ()) -> None:
         version = referenced_version(ref.name, ref.version)
         if version is not None:
             check_references(new_run_workflow(version)[0], path)
+
+
+def reachable_agents(workflow: Workflow, seen: frozenset[str] = frozenset()) -> set[str]:
+    """Every agent a run of `workflow` may call, its sub-workflows' (their versions as of now) included: all are
+    pinned when the run starts, and its child runs keep those pins."""
+    names = step_agents(workflow)
+    seen = seen | {workflow.name}
+    for spec in workflow.steps:
+        ref = spec.model.ref
+        if ref is None or ref.name in seen:
+            continue
+        version = referenced_version(ref.name, ref.version)
+        try:
+            if version is not None:
+                names |= reachable_agents(new_run_workflow(version)[0], seen)
+        except WorkflowInvalid:
+            continue  # its step fails when it starts, saying why
+    return names
 
 
 def options() -> Options:
@@ -95,7 +114,7 @@ def create_run(*, version: WorkflowVersion, workflow: Workflow, used_library: di
                              parent=parent, parent_step=parent_step, parent_attempt=parent_attempt,
                              restarted_from=restarted_from, restart_from_step=restart_from_step,
                              library=used_library, context_trust=context_trust, created_at=now, progressed_at=now,
-                             pinned=pins(step_agents(workflow), source.pinned if source else None))
+                             pinned=pins(reachable_agents(workflow), source.pinned if source else None))
     state: RunState | None = prepare(str(run.pk)) if prepare else None
     interpreter = Interpreter.new(workflow, run_id=str(run.pk), args=args, options=options(), state=state)
     steps = interpreter.state.steps

@@ -14,11 +14,13 @@ dispatch (forge.governance.context), never the pin. A gateway's own row (its
 url, health, capabilities) is live too: the pin keeps which gateways and in
 what order.
 
-A restart keeps its source run's pins, and a sub-workflow's child run those of
-its parent (one run, one configuration per agent); either pins now only the
-agents its source did not. A run resumed after a crash or a hold reads its row:
-nothing is pinned again. A run started before pinning existed has no pins and
-reads its agents live.
+A run pins the agents of its sub-workflows too (the referenced versions as of
+its start, forge.runs.creation.reachable_agents), and a child run keeps its
+parent's pins: one run, one configuration per agent, however deep. A restart
+keeps its source run's pins. Either pins now only the agents its source did
+not (a sub-workflow version saved since, say). A run resumed after a crash or
+a hold reads its row: nothing is pinned again. A run started before pinning
+existed has no pins and reads its agents live.
 """
 
 from __future__ import annotations
