@@ -100,10 +100,11 @@ def check_args_size(args: dict) -> None:
 def create_run(*, version: WorkflowVersion, workflow: Workflow, used_library: dict, args: dict, user=None,
                parent: Run | None = None, parent_step: str = "", parent_attempt: int | None = None,
                restarted_from: Run | None = None, restart_from_step: str = "",
-               prepare=None, context_trust: int = 0) -> Run:
+               prepare=None, context_trust: int = 0, hold: dict | None = None) -> Run:
     """Write a new run, ready for its first `advance` (the caller enqueues it after commit).
 
-    `prepare(run_id) -> RunState` gives a prepared state (restart-from-step) instead of a new one.
+    `prepare(run_id) -> RunState` gives a prepared state (restart-from-step) instead of a new one; `hold`
+    (RunStarted's) holds the run before its first step until its start is approved.
     """
     check_timeouts(workflow)
     check_args_size(args)
@@ -124,7 +125,7 @@ def create_run(*, version: WorkflowVersion, workflow: Workflow, used_library: di
                    agent=spec.model.agent or "")
         for i, spec in enumerate(workflow.steps)])
     Checkpoint.objects.create(run=run, inputs_fed=0, event_id=0, state=interpreter.state.to_json(), created_at=now)
-    RunInput.objects.create(run=run, key=inbox.START, event=RunStarted(at=now.timestamp()).to_json(), due_at=now,
-                            created_at=now)
+    RunInput.objects.create(run=run, key=inbox.START, event=RunStarted(at=now.timestamp(), hold=hold).to_json(),
+                            due_at=now, created_at=now)
     RunEvent.objects.create(run=run, kind="run", data={"status": run.status}, at=now)
     return run

@@ -167,8 +167,8 @@ class Round:
 
     def _request_approval(self, command: cmd.RequestApproval) -> None:
         effects, state = self.effects, self.interpreter.state
-        st = state.steps[command.step]
-        attempt = st.attempt
+        st = state.steps.get(command.step)  # None: a start hold, which names no step
+        attempt = st.attempt if st is not None else 0
         row = Approval(
             run=self.run, key=command.approval, step=command.step, attempt=attempt, kind=command.kind,
             options=list(command.options), message=command.message, approvers=list(command.approvers),
