@@ -15,7 +15,8 @@ from forge.console.loop_count import loop_of
 from forge.console.restart_plan import carried_steps
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run, RunEvent, StepResult
-from forge.runs.sentences import status_class, status_word, why_not_running
+from forge.runs.sentences import start_held, status_class, status_word, why_not_running
+from forge.schedules.selectors import fires_of_runs
 from forge.workflows.layouts import layout_of
 
 SKIPPED_LIKE = {StepStatus.SKIPPED, StepStatus.CANCELLED}
@@ -94,12 +95,20 @@ def _iso(at: datetime | None) -> str | None:
     return None if at is None else at.isoformat()
 
 
-def _why(node: Node, by_id: dict[str, Node], approval: Approval | None) -> str:
+def _why(node: Node, by_id: dict[str, Node], approval: Approval | None, held: str = "") -> str:
     return why_not_running(
         node.status, node.wait, attempt=node.attempt, error=node.error, error_code=node.error_code,
         waiting_for=[dep for dep in node.deps if by_id[dep].status not in StepStatus.TERMINAL],
         approvers=approval.approvers if approval else None, expires_at=approval.expires_at if approval else None,
-        child_run=node.child_run)
+        child_run=node.child_run, held=held)
+
+
+def held_words(run_ids) -> dict[int, str]:
+    """For each of `run_ids` held before its first step, "waiting for approval to start (schedule #N)"."""
+    held = list(Approval.objects.filter(run_id__in=list(run_ids), kind=Approval.START, status=Approval.PENDING)
+                .values_list("run_id", flat=True))
+    fires = fires_of_runs(held) if held else {}
+    return {run_id: start_held(fires[run_id].schedule_id if run_id in fires else None) for run_id in held}
 
 
 def run_view(run: Run) -> RunView:
@@ -127,7 +136,8 @@ def run_view(run: Run) -> RunView:
                 node.seconds = (row.finished_at - row.started_at).total_seconds()
         nodes.append(node)
     by_id = {node.id: node for node in nodes}
+    held = held_words([run.pk]).get(run.pk, "") if "" in pending else ""
     for node in nodes:
-        node.why = _why(node, by_id, pending.get(node.id))
+        node.why = _why(node, by_id, pending.get(node.id), held)
     return RunView(run=run, nodes=nodes, last_event_id=last, approvals=list(pending.values()),
                    phases=list(workflow.document.phases))

@@ -11,6 +11,7 @@ from django.utils import timezone
 from engine.interpreter.state import RunStatus
 from forge.accounts.roles import can
 from forge.console.run_head import duration_text, run_again_url
+from forge.console.run_view import held_words
 from forge.runs.models import Approval, Run
 
 # tab -> its words. "Running" and "Waiting for a person" do not overlap: a run in flight with a pending
@@ -36,6 +37,7 @@ class Row:
     waiting: bool  # for a person's decision
     run_again_url: str  # "" when the person may not start runs
     may_cancel: bool
+    waiting_words: str = "waiting for a person"  # or, held before its first step, whose approval it waits for
 
 
 def in_tab(runs, tab: str):
@@ -54,8 +56,9 @@ def rows(user, runs: list[Run]) -> list[Row]:
     waiting = set(Approval.objects.filter(status=Approval.PENDING, run__in=[r.pk for r in runs])
                   .values_list("run_id", flat=True))
     may_start, may_cancel = can(user, "run.start"), can(user, "run.cancel")
+    held = held_words(waiting) if waiting else {}
     return [Row(run, duration_text(((run.finished_at or (run.progressed_at if run.finished else now))
                                      - (run.started_at or run.created_at)).total_seconds()),
                 run.pk in waiting and not run.finished, run_again_url(run) if may_start else "",
-                may_cancel and not run.finished)
+                may_cancel and not run.finished, held.get(run.pk, "waiting for a person"))
             for run in runs]

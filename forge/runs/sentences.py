@@ -13,7 +13,13 @@ from forge.accounts.roles import REPLYING_BY_DEFAULT
 NAMED_UPSTREAM = 5  # upstream steps named in a sentence; more read "and N more" (a fan-in has hundreds)
 PEOPLE_WAITS = {Wait.APPROVAL: "approval", Wait.ESCALATION: "a decision on its failure (retry, skip or abort)",
                 Wait.HOLD: "a governance hold to be approved"}
-__all__ = ["never_ran", "repliers", "status_class", "status_word", "upstream_sentence", "why_not_running"]
+__all__ = ["never_ran", "repliers", "start_held", "status_class", "status_word", "upstream_sentence",
+           "why_not_running"]
+
+
+def start_held(schedule_id: int | None) -> str:
+    """A run held before its first step (a schedule that requires approval), in words."""
+    return "waiting for approval to start" + (f" (schedule #{schedule_id})" if schedule_id else "")
 
 
 def status_class(status: str, error_code: str | None) -> str:
@@ -37,13 +43,15 @@ def upstream_sentence(waiting_for: list[str]) -> str:
 def why_not_running(status: str, wait: str | None, *, attempt: int = 0, error: str | None = None,
                     error_code: str | None = None, waiting_for: Iterable[str] = (),
                     approvers: Iterable[str] | None = None, expires_at: datetime | None = None,
-                    child_run: int | None = None) -> str:
+                    child_run: int | None = None, held: str = "") -> str:
     """The sentence a person reads on a pending or waiting step; empty for the others.
 
     `waiting_for`: the step's upstream steps not yet ended; `approvers`/`expires_at`: its pending approval's
-    (None when it has none); `child_run`: its sub-workflow run, once started."""
+    (None when it has none); `child_run`: its sub-workflow run, once started; `held`: the run's `start_held`
+    sentence while its start waits for approval, which a step that waits for nothing else says."""
     if status == StepStatus.PENDING and not wait:
-        return upstream_sentence(list(waiting_for))
+        waiting_for = list(waiting_for)
+        return held if held and not waiting_for else upstream_sentence(waiting_for)
     if status not in (StepStatus.PENDING, StepStatus.WAITING, StepStatus.RUNNING) or not wait:
         return ""
     until = f" until {expires_at:%Y-%m-%d %H:%M:%S} UTC" if expires_at else ""

@@ -39,10 +39,11 @@ def _name(user) -> str:
 
 
 def run_start(*, user, version: WorkflowVersion, args: dict[str, Any] | None = None, args_from_text: bool = False,
-              context_trust: int = 2) -> Run:
+              context_trust: int = 2, hold: dict[str, Any] | None = None) -> Run:
     """Start a run of `version`; `args` are checked against the document's `args` (and parsed, when text).
 
-    `user` None is the system itself (the CLI on the server), which may do anything.
+    `user` None is the system itself (the CLI on the server), which may do anything. `hold` holds the run
+    before its first step until its start is approved (a schedule that requires approval).
     """
     _require(user, "run.start", "start runs")
     try:
@@ -59,7 +60,7 @@ def run_start(*, user, version: WorkflowVersion, args: dict[str, Any] | None = N
     with transaction.atomic():
         try:
             run = create_run(version=version, workflow=workflow, used_library=used, args=resolved, user=user,
-                             context_trust=context_trust)
+                             context_trust=context_trust, hold=hold)
         except RunRefused as exc:
             raise ServiceError(str(exc)) from None
         audit("forge.run.started", user=user, run_id=run.pk,

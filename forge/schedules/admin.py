@@ -3,6 +3,7 @@ services (permission, audit); who may see and change these pages comes from forg
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.shortcuts import redirect
@@ -13,6 +14,7 @@ from forge.accounts.roles import can
 from forge.admin_fields import KeptJSONField
 from forge.admin_views import ReadOnlyAdmin
 from forge.schedules import services
+from forge.schedules.holds import approvers_words
 from forge.schedules.models import KillSwitch, Schedule, ScheduleFire
 from forge.schedules.selectors import kill_switch
 
@@ -46,12 +48,20 @@ class RoleAdmin(admin.ModelAdmin):
         return can(request.user, self.change_action)
 
 
+def _groups() -> list[tuple[str, str]]:
+    return [(name, name) for name in Group.objects.order_by("name").values_list("name", flat=True)]
+
+
 class ScheduleForm(forms.ModelForm):
     args = KeptJSONField(required=False, help_text=Schedule._meta.get_field("args").help_text)
+    approvers = forms.MultipleChoiceField(
+        choices=_groups, required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="the groups whose members may approve a held run's start; none ticked: Approvers (Admins always "
+                  "may)")
 
     class Meta:
         model = Schedule
-        fields = ("workflow", "cron", "timezone", "args", "overlap", "enabled")
+        fields = ("workflow", "cron", "timezone", "args", "overlap", "enabled", "require_approval", "approvers")
 
     def clean(self):
         data = super().clean()
@@ -60,6 +70,7 @@ class ScheduleForm(forms.ModelForm):
         try:
             services.check_schedule(workflow=data["workflow"], cron=data["cron"], timezone=data["timezone"],
                                     args=data.get("args") or {}, overlap=data["overlap"])
+            services.check_approvers(data.get("approvers") or [])
         except services.ScheduleRejected as exc:
             # cron and timezone problems are reported once, by the model fields' own validators
             if exc.field not in ("cron", "timezone"):
@@ -70,9 +81,9 @@ class ScheduleForm(forms.ModelForm):
 @admin.register(Schedule)
 class ScheduleAdmin(RoleAdmin):
     form = ScheduleForm
-    list_display = ("id", "workflow", "cron", "timezone", "enabled", "overlap_policy", "next_fire_at",
+    list_display = ("id", "workflow", "cron", "timezone", "enabled", "overlap_policy", "approval", "next_fire_at",
                     "last_dispatch_status", "last_dispatch_at", "last_dispatch_detail", "last_run")
-    list_filter = ("enabled", "overlap", "last_dispatch_status")
+    list_filter = ("enabled", "overlap", "require_approval", "last_dispatch_status")
     list_select_related = ("workflow", "last_run__workflow")
     readonly_fields = ("owner", "next_fire_at", "queued_due_at", "last_dispatch_status", "last_dispatch_at",
                        "last_dispatch_detail", "last_run", "created_at", "updated_at")
@@ -82,16 +93,23 @@ class ScheduleAdmin(RoleAdmin):
     def overlap_policy(self, obj):
         return obj.overlap  # the form's choices explain each; the list needs only the name
 
+    @admin.display(description="approval", ordering="require_approval")
+    def approval(self, obj):
+        return f"by {approvers_words(obj.approvers)}" if obj.require_approval else "none"
+
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data
         if not change:
             created = services.schedule_add(user=request.user, workflow=data["workflow"], cron=data["cron"],
                                             timezone=data["timezone"], args=data.get("args") or {},
-                                            overlap=data["overlap"], enabled=data["enabled"])
+                                            overlap=data["overlap"], enabled=data["enabled"],
+                                            require_approval=data["require_approval"],
+                                            approvers=data.get("approvers") or [])
             obj.__dict__.update(created.__dict__)  # the admin's messages and redirect name the new row
             return
         with transaction.atomic():
-            edited = {"workflow", "cron", "timezone", "args", "overlap"} & set(form.changed_data)
+            edited = ({"workflow", "cron", "timezone", "args", "overlap", "require_approval", "approvers"}
+                      & set(form.changed_data))
             if edited:
                 services.schedule_update(user=request.user, schedule=obj,
                                          **{name: data[name] if name != "args" else data.get("args") or {}

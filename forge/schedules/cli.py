@@ -8,6 +8,7 @@ import json
 
 from engine.terminal import EXIT_OK, pairs
 from forge.schedules import services
+from forge.schedules.holds import approvers_words
 from forge.schedules.models import Schedule
 from forge.schedules.selectors import kill_switch, schedule_row, schedule_rows
 
@@ -28,6 +29,11 @@ def add_parsers(sub) -> None:
     add.add_argument("--overlap", choices=services.POLICIES, default=Schedule.SKIP,
                      help="while a run it started is in flight: skip (default), queue_one or cancel_running")
     add.add_argument("--paused", action="store_true", help="add it paused (resume it later)")
+    add.add_argument("--require-approval", action="store_true",
+                     help="start each run held before its first step until an approver approves it")
+    add.add_argument("--approver", action="append", default=[], metavar="GROUP",
+                     help="a group whose members may approve its runs (repeatable; default Approvers; with "
+                          "--require-approval)")
     add.add_argument("--json", action="store_true")
     for verb, what in (("pause", "stop a schedule firing"),
                        ("resume", "let a paused schedule fire again, from its next cron time"),
@@ -72,17 +78,28 @@ def _when(value) -> str:
     return f"{value:%Y-%m-%d %H:%M} UTC" if value else "-"
 
 
+def _approval(row: dict) -> str:
+    """Whether a schedule's runs wait for approval, in words."""
+    return f"approval by {approvers_words(row['approvers'])}" if row["require_approval"] else "no approval"
+
+
 def _add(command, options) -> int:
+    if options["approver"] and not options["require_approval"]:
+        raise services.ScheduleRejected("--approver names who approves the runs of a schedule that requires "
+                                        "approval: give --require-approval too")
     schedule = services.schedule_add(
         user=command.user, workflow=options["workflow"], cron=options["cron"], timezone=options["tz"],
         args=pairs(options["arg"], "--arg"), args_from_text=True, overlap=options["overlap"],
-        enabled=not options["paused"])
+        enabled=not options["paused"], require_approval=options["require_approval"], approvers=options["approver"])
     if options["json"]:
         command.stdout.write(json.dumps(schedule_row(schedule), ensure_ascii=False))
     else:
+        held = (f"; each run waits for {_approval(schedule_row(schedule))} before its first step"
+                if schedule.require_approval else "")
         command.stdout.write(f"schedule {schedule.pk} added: {schedule.workflow.name} at {schedule.cron} "
                              f"({schedule.timezone}); "
-                             + (f"next fire {_when(schedule.next_fire_at)}" if schedule.enabled else "paused"))
+                             + (f"next fire {_when(schedule.next_fire_at)}" if schedule.enabled else "paused")
+                             + held)
     return EXIT_OK
 
 
@@ -99,7 +116,7 @@ def _list(command, options) -> int:
         last = (f"last {row['last_dispatch_status']} at {row['last_dispatch_at'][:16].replace('T', ' ')} UTC: "
                 f"{row['last_dispatch_detail']}" if row["last_dispatch_status"] else "never fired")
         command.stdout.write(f"{row['id']:>4}  {row['workflow']:<24} {row['cron']:<16} {row['timezone']:<16} "
-                             f"{state:<8} {row['overlap']:<14} {nxt}  {last}")
+                             f"{state:<8} {row['overlap']:<14} {_approval(row):<24} {nxt}  {last}")
     return EXIT_OK
 
 

@@ -22,6 +22,7 @@ from forge.audit.services import audit
 from forge.runs import services as runs
 from forge.runs.models import Run
 from forge.schedules.guards import BEFORE_OVERLAP, Attempt, Refusal, owner_may_start
+from forge.schedules.holds import approvers_words, start_hold
 from forge.schedules.models import Dispatch, KillSwitch, Schedule, ScheduleFire
 from forge.schedules.selectors import IN_FLIGHT, runs_in_flight
 from forge.schedules.timing import next_fire
@@ -131,14 +132,17 @@ def _decide(schedule: Schedule, fire: ScheduleFire, attempt: Attempt, *, overlap
         with transaction.atomic():  # a start refused after all takes the cancellations back with it
             for run in cancelling:
                 _cancel(schedule, run)
-            run = runs.run_start(user=schedule.owner, version=attempt.version, args=schedule.args)
+            run = runs.run_start(user=schedule.owner, version=attempt.version, args=schedule.args,
+                                 hold=start_hold(schedule, fire.due_at))
     except runs.ServiceError as exc:
         return _record(schedule, fire, attempt.now, Refusal(Dispatch.VALIDATION_FAILED, str(exc)))
     except PermissionDenied as exc:
         return _record(schedule, fire, attempt.now, Refusal(Dispatch.NOT_PERMITTED, str(exc)))
     cancelled = f" after cancelling run {', '.join(str(r.pk) for r in cancelling)}" if cancelling else ""
+    held = (f", held before its first step for approval by {approvers_words(schedule.approvers)}"
+            if schedule.require_approval else "")
     return _record(schedule, fire, attempt.now, None, run=run,
-                   message=f"started run {run.pk} of {attempt.version}{cancelled}")
+                   message=f"started run {run.pk} of {attempt.version}{cancelled}{held}")
 
 
 def _cancel(schedule: Schedule, run: Run) -> None:

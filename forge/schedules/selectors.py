@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 
 from engine.interpreter.state import RunStatus
 from forge.runs.models import Run
-from forge.schedules.models import KillSwitch, Schedule
+from forge.schedules.models import KillSwitch, Schedule, ScheduleFire
 
 IN_FLIGHT = (RunStatus.PENDING, RunStatus.RUNNING)
 
@@ -32,7 +32,8 @@ def schedule_row(schedule: Schedule) -> dict[str, Any]:
 
     return {"id": schedule.pk, "workflow": schedule.workflow.name, "cron": schedule.cron,
             "timezone": schedule.timezone, "args": schedule.args, "enabled": schedule.enabled,
-            "overlap": schedule.overlap, "owner": schedule.owner.get_username() if schedule.owner else None,
+            "overlap": schedule.overlap, "require_approval": schedule.require_approval,
+            "approvers": list(schedule.approvers), "owner": schedule.owner.get_username() if schedule.owner else None,
             "next_fire_at": iso(schedule.next_fire_at), "queued_due_at": iso(schedule.queued_due_at),
             "last_dispatch_status": schedule.last_dispatch_status or None,
             "last_dispatch_at": iso(schedule.last_dispatch_at),
@@ -41,3 +42,11 @@ def schedule_row(schedule: Schedule) -> dict[str, Any]:
 
 def schedule_rows() -> list[dict[str, Any]]:
     return [schedule_row(s) for s in Schedule.objects.select_related("workflow", "owner").order_by("id")]
+
+
+def fires_of_runs(run_ids) -> dict[int, ScheduleFire]:
+    """The due time (with its schedule) that started each of `run_ids`, for the runs a schedule started and whose
+    schedule still exists (deleting a schedule deletes its fire records)."""
+    fires = (ScheduleFire.objects.filter(run_id__in=list(run_ids))
+             .select_related("schedule__owner", "schedule__workflow"))
+    return {fire.run_id: fire for fire in fires}

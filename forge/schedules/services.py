@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone as django_timezone
@@ -22,6 +23,7 @@ from forge.schedules.timing import cron_problem, next_fire, zone
 from forge.workflows.models import Workflow
 
 POLICIES = tuple(value for value, _ in Schedule.OVERLAP_POLICIES)
+MAX_APPROVERS = 20  # groups named as a schedule's approvers
 
 
 class ScheduleRejected(ServiceError):
@@ -79,27 +81,55 @@ def check_schedule(*, workflow: Workflow | str, cron: str, timezone: str, args: 
     return workflow, {name: resolved[name] for name in args}
 
 
+def check_approvers(approvers: Any) -> list[str]:
+    """The groups that may approve a held run's start, as kept (sorted, each once), or ScheduleRejected: each must
+    be an existing group. Empty: Approvers (and Admins, who always may)."""
+    if approvers is None:
+        return []
+    if isinstance(approvers, str) or not isinstance(approvers, (list, tuple)):
+        raise ScheduleRejected("the approvers must be a list of group names", field="approvers")
+    if not all(isinstance(name, str) for name in approvers):
+        raise ScheduleRejected("each approver is a group's name", field="approvers")
+    names = sorted({name.strip() for name in approvers})
+    if "" in names:
+        raise ScheduleRejected("an approver's group name cannot be empty", field="approvers")
+    if len(names) > MAX_APPROVERS:
+        raise ScheduleRejected(f"at most {MAX_APPROVERS} groups may approve a schedule's runs; {len(names)} were "
+                               f"named", field="approvers")
+    known = set(Group.objects.filter(name__in=names).values_list("name", flat=True))
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        groups = ", ".join(sorted(Group.objects.values_list("name", flat=True))) or "none"
+        raise ScheduleRejected(f"there is no group {', '.join(repr(name[:150]) for name in unknown[:5])}; the "
+                               f"groups are {groups}", field="approvers")
+    return names
+
+
 def _settings(schedule: Schedule) -> dict[str, Any]:
     return {"workflow": schedule.workflow.name, "cron": schedule.cron, "timezone": schedule.timezone,
             "args": schedule.args, "overlap": schedule.overlap, "enabled": schedule.enabled,
+            "require_approval": schedule.require_approval, "approvers": schedule.approvers,
             "owner": schedule.owner.get_username() if schedule.owner else None}
 
 
 def schedule_add(*, user, workflow: Workflow | str, cron: str, timezone: str = "UTC",
                  args: dict[str, Any] | None = None, overlap: str = Schedule.SKIP, enabled: bool = True,
-                 args_from_text: bool = False, now: datetime | None = None) -> Schedule:
+                 args_from_text: bool = False, require_approval: bool = False, approvers: list[str] | None = None,
+                 now: datetime | None = None) -> Schedule:
     """A new schedule owned by `user`, whose runs start with `user`'s permissions.
 
-    It first falls due at the first cron time after `now`, never earlier.
+    It first falls due at the first cron time after `now`, never earlier. With `require_approval` each due
+    time starts its run held before its first step until a member of `approvers` (default Approvers) approves.
     """
     _require(user, "schedule.manage", "manage schedules")
     workflow, kept = check_schedule(workflow=workflow, cron=cron, timezone=timezone, args=args or {},
                                     overlap=overlap, args_from_text=args_from_text)
+    groups = check_approvers(approvers)
     now = now or django_timezone.now()
     with transaction.atomic():
         schedule = Schedule.objects.create(
             workflow=workflow, cron=cron.strip(), timezone=timezone, args=kept, overlap=overlap, enabled=enabled,
-            owner=user, next_fire_at=next_fire(cron, timezone, now) if enabled else None, created_at=now,
+            require_approval=bool(require_approval), approvers=groups, owner=user, next_fire_at=next_fire(cron, timezone, now) if enabled else None, created_at=now,
             updated_at=now)
         audit("forge.schedule.added", user=user, target=_target(schedule),
               detail={**_settings(schedule), "next_fire_at": _iso(schedule.next_fire_at)})
@@ -108,7 +138,8 @@ def schedule_add(*, user, workflow: Workflow | str, cron: str, timezone: str = "
 
 def schedule_update(*, user, schedule: Schedule, workflow: Workflow | str | None = None, cron: str | None = None,
                     timezone: str | None = None, args: dict[str, Any] | None = None, overlap: str | None = None,
-                    args_from_text: bool = False, now: datetime | None = None) -> Schedule:
+                    args_from_text: bool = False, require_approval: bool | None = None,
+                    approvers: list[str] | None = None, now: datetime | None = None) -> Schedule:
     """Change what a schedule runs or when; None leaves a setting as it is.
 
     The person who changes it becomes its owner: runs then start with the permissions of whoever last
@@ -123,6 +154,10 @@ def schedule_update(*, user, schedule: Schedule, workflow: Workflow | str | None
             workflow=locked.workflow if workflow is None else workflow, cron=locked.cron if cron is None else cron,
             timezone=locked.timezone if timezone is None else timezone, overlap=overlap or locked.overlap,
             args=locked.args if args is None else args, args_from_text=args_from_text and args is not None)
+        if approvers is not None:
+            locked.approvers = check_approvers(approvers)
+        if require_approval is not None:
+            locked.require_approval = bool(require_approval)
         when = (locked.cron, locked.timezone)
         locked.workflow, locked.args, locked.overlap = workflow, kept, overlap or locked.overlap
         locked.cron = locked.cron if cron is None else cron.strip()

@@ -68,9 +68,10 @@ class Command(BaseCommand):
         approvals = sub.add_parser("approvals", help="pending approvals (with --user, those that user may decide)")
         approvals.add_argument("--json", action="store_true")
         for verb in ("approve", "reject"):
-            p = sub.add_parser(verb, help=f"{verb} a step's pending approval")
+            p = sub.add_parser(verb, help=f"{verb} a step's pending approval, or (no STEP) a held run's start")
             p.add_argument("run", type=int)
-            p.add_argument("step")
+            p.add_argument("step", nargs="?", default="",
+                           help="the step; none for the start of a run a schedule holds for approval")
             p.add_argument("--comment", default="")
         reply = sub.add_parser("reply", help="answer a loop step's pending reply request with free text")
         reply.add_argument("run", type=int)
@@ -273,6 +274,10 @@ class Command(BaseCommand):
                 if row["output"]:
                     self.stdout.write(f"    output: {row['output']}")
                 continue
+            if row["kind"] == Approval.START:  # a held run's start names no step: `forge approve RUN`
+                self.stdout.write(f"run {row['run']} {row['workflow']} (start): {row['message']}  "
+                                  f"[forge approve|reject {row['run']}]")
+                continue
             self.stdout.write(f"run {row['run']} {row['workflow']} / {row['step']} ({row['kind']}): "
                               f"{row['message']}  [{'|'.join(row['options'])}]")
         return EXIT_OK
@@ -327,10 +332,12 @@ class Command(BaseCommand):
         run = self._run(options["run"])
         approval = Approval.objects.filter(run=run, step=options["step"], status=Approval.PENDING).first()
         if approval is None:
-            self.stderr.write(f"forge: step {options['step']!r} of run {run.pk} has no pending approval")
+            what = f"step {options['step']!r} of run {run.pk} has" if options["step"] else \
+                f"run {run.pk} is not held before its start (name the step whose approval you decide); it has"
+            self.stderr.write(f"forge: {what} no pending approval")
             return EXIT_INVALID
         services.approval_decide(user=self.user, approval=approval, decision=decision, comment=options["comment"])
-        self.stdout.write(f"run {run.pk} / {approval.step}: {decision}")
+        self.stdout.write(f"run {run.pk} / {approval.step or 'start'}: {decision}")
         return EXIT_OK
 
     def do_approve(self, options) -> int:

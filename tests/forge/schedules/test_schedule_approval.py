@@ -1,0 +1,167 @@
+"""A schedule that requires approval (spec 15, seed 004's dispatch with an approval gate): each due time starts
+its run held before its first step, in the inbox of the schedule's approvers, naming the schedule; approve and
+the steps run, reject and the run ends cancelled (`start_rejected`).
+
+Transactional database: runs start and advance on commit (django-q2 sync), as on a cluster.
+"""
+
+import io
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied
+from django.core.management import call_command
+
+from forge.audit.models import AuditEvent
+from forge.console.inbox import inbox_for_user
+from forge.console.run_view import held_words, run_view
+from forge.runs import services as runs
+from forge.runs.models import Approval, Run, RunInput, StepResult
+from forge.runs.selectors import is_paused
+from forge.schedules import services
+from forge.schedules.firing import fire_due_schedules
+from forge.schedules.models import Schedule
+from tests.forge.conftest import member
+from tests.forge.schedules.conftest import utc
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+DUE = utc(2030, 1, 14, 10, 10)
+
+
+@pytest.fixture
+def finance(db):
+    Group.objects.get_or_create(name="Finance")
+    return member("fiona", "Approvers", "Finance")  # a group of the console, to see runs at all
+
+
+def held_run(add_schedule, report, **more) -> tuple[Schedule, Run, Approval]:
+    schedule = add_schedule(report, require_approval=True, **more)
+    assert fire_due_schedules(now=DUE) == {"dispatched": 1}
+    run = Run.objects.get()
+    return schedule, run, Approval.objects.get(run=run)
+
+
+def steps(run: Run) -> dict[str, str]:
+    return dict(StepResult.objects.filter(run=run).values_list("step", "status"))
+
+
+def test_a_due_time_starts_the_run_held_with_a_pending_start_approval_naming_the_schedule(
+        add_schedule, report, operator):
+    schedule, run, approval = held_run(add_schedule, report, cron="*/10 * * * *")
+    assert run.status == "running" and steps(run) == {"build": "pending"}
+    assert (approval.kind, approval.step, approval.status, approval.options) == ("start", "", "pending",
+                                                                                 ["approve", "reject"])
+    assert approval.approvers == []  # Approvers decide
+    for words in (f"Schedule #{schedule.pk}", "workflow nightly_report", "cron */10 * * * * in UTC", "owner olive",
+                  "due time 2030-01-14 10:10 UTC"):
+        assert words in approval.message
+    assert is_paused(run)
+    assert held_words([run.pk]) == {run.pk: f"waiting for approval to start (schedule #{schedule.pk})"}
+    assert [node.why for node in run_view(run).nodes] == [f"waiting for approval to start (schedule #{schedule.pk})"]
+    schedule.refresh_from_db()
+    assert "held before its first step for approval by Approvers" in schedule.last_dispatch_detail
+    assert AuditEvent.objects.filter(code="forge.approval.requested", run_id=run.pk,
+                                     detail__kind="start").exists()
+
+
+def test_the_inbox_shows_the_schedule_to_its_approvers_only(add_schedule, report, operator, approver, finance):
+    schedule, run, approval = held_run(add_schedule, report, approvers=["Finance"])
+    (item,) = inbox_for_user(finance)
+    assert item.start is not None and item.start.schedule == schedule
+    assert (item.start.who, item.start.args) == ("Finance", [("copies", "1"), ("region", '"eu"')])
+    assert inbox_for_user(approver) == []  # the schedule names Finance
+    assert approval.approvers == ["Finance"]
+
+
+def test_approving_the_start_runs_the_steps_and_is_audited_in_the_approvers_name(
+        add_schedule, report, operator, approver):
+    _, run, approval = held_run(add_schedule, report)
+    runs.approval_decide(user=approver, approval=approval, decision="approve", comment="go")
+    run.refresh_from_db()
+    approval.refresh_from_db()
+    assert run.status == "completed" and steps(run) == {"build": "completed"}
+    assert (approval.status, approval.decided_by) == ("approved", approver)
+    event = AuditEvent.objects.get(code="forge.approval.approved", run_id=run.pk)
+    assert (event.actor, event.detail["kind"]) == ("april", "start")
+
+
+def test_rejecting_the_start_ends_the_run_cancelled_and_no_step_runs(add_schedule, report, operator, approver):
+    _, run, approval = held_run(add_schedule, report)
+    runs.approval_decide(user=approver, approval=approval, decision="reject")
+    run.refresh_from_db()
+    assert (run.status, run.error_code) == ("cancelled", "start_rejected")
+    assert "rejected by april" in run.error
+    assert StepResult.objects.get(run=run).error_code == "start_rejected"
+    assert StepResult.objects.get(run=run).started_at is None
+    assert Approval.objects.get(run=run).status == "rejected"
+
+
+@pytest.mark.parametrize("who, says", [
+    ("operator", "needs a member of Finance"),  # the owner, not an approver either
+    ("outsider", "you are in no group"),
+    ("approver", "needs a member of Finance"),
+])
+def test_who_may_not_decide_is_refused_and_nothing_changes(request, add_schedule, report, operator, approver,
+                                                           outsider, finance, who, says):
+    _, run, approval = held_run(add_schedule, report, approvers=["Finance"])
+    inputs = RunInput.objects.count()
+    with pytest.raises(PermissionDenied, match=says):
+        runs.approval_decide(user=request.getfixturevalue(who), approval=approval, decision="approve")
+    assert RunInput.objects.count() == inputs and Approval.objects.get(run=run).status == "pending"
+
+
+def test_the_owner_may_not_approve_their_own_schedule_s_run_unless_self_approval_is_allowed(
+        add_schedule, report, admin_user, settings):
+    _, run, approval = held_run(add_schedule, report, user=admin_user)  # an Admin may approve anything else
+    with pytest.raises(PermissionDenied, match="self-approval is not allowed"):
+        runs.approval_decide(user=admin_user, approval=approval, decision="approve")
+    settings.FORGE_ALLOW_SELF_APPROVAL = True
+    runs.approval_decide(user=admin_user, approval=approval, decision="approve")
+    run.refresh_from_db()
+    assert run.status == "completed"
+
+
+def test_cancelling_a_held_run_expires_its_start_approval(add_schedule, report, operator):
+    _, run, approval = held_run(add_schedule, report)
+    runs.run_cancel(user=operator, run=run)
+    run.refresh_from_db()
+    approval.refresh_from_db()
+    assert (run.status, approval.status) == ("cancelled", "expired")
+
+
+def test_a_schedule_without_require_approval_starts_its_run_at_once(add_schedule, report, operator):
+    add_schedule(report)
+    fire_due_schedules(now=DUE)
+    assert Run.objects.get().status == "completed" and not Approval.objects.exists()
+
+
+def forge(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("forge", *argv, stdout=out, stderr=err)
+    except SystemExit as exited:
+        return exited.code, out.getvalue(), err.getvalue()
+    return 0, out.getvalue(), err.getvalue()
+
+
+def test_the_cli_lists_and_approves_a_held_start_without_a_step(add_schedule, report, operator, approver):
+    _, run, _ = held_run(add_schedule, report)
+    code, out, _ = forge("--user", "april", "approvals")
+    assert code == 0 and f"run {run.pk} nightly_report (start): Schedule #" in out
+    assert f"[forge approve|reject {run.pk}]" in out
+    code, out, err = forge("--user", "olive", "approve", str(run.pk))
+    assert code == 2 and "not an approver" in err
+    code, out, _ = forge("--user", "april", "approve", str(run.pk), "--comment", "fine")
+    assert (code, out.strip()) == (0, f"run {run.pk} / start: approve")
+    run.refresh_from_db()
+    assert run.status == "completed"
+    code, _, err = forge("--user", "april", "reject", str(run.pk))
+    assert code == 2 and "is not held before its start" in err
+
+
+def test_the_cli_rejects_a_held_start(add_schedule, report, operator, approver):
+    _, run, _ = held_run(add_schedule, report)
+    assert forge("--user", "april", "reject", str(run.pk))[0] == 0
+    run.refresh_from_db()
+    assert (run.status, run.error_code) == ("cancelled", "start_rejected")
