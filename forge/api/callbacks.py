@@ -81,6 +81,16 @@ def was_dispatched(row: dict, got: GatewayResult) -> bool:
                                      target=f"agent:{row['agent']}", detail__iteration=got.iteration).exists()
 
 
+def sent_to(row: dict, agent: Agent, gateway: Gateway) -> bool:
+    """Whether the step's attempt may have gone to `gateway`: one its route tried (the worker names the one that
+    took it only after the 202, which a fast callback may overtake); a step dispatched without a route: one of
+    its agent's gateways."""
+    route = (row["dispatch"] or {}).get("route") or {}
+    if route.get("gateways"):
+        return gateway.name in route["gateways"]
+    return agent.routes.filter(gateway=gateway).exists()
+
+
 class StepCompleteApi(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -111,8 +121,8 @@ class StepCompleteApi(APIView):
         row = StepResult.objects.filter(run_id=got.run_id, step=got.step).values("agent", "dispatch").first()
         if row is None:
             return problem(404, f"run {got.run_id} has no step {got.step!r}")
-        agent = Agent.objects.filter(name=row["agent"], gateway=gateway).first()
-        if agent is None:
+        agent = Agent.objects.filter(name=row["agent"]).first()
+        if agent is None or not sent_to(row, agent, gateway):
             return problem(403, f"step {got.step!r} was not sent to gateway {gateway.name!r}")
         if not was_dispatched(row, got):
             return self.unknown_attempt(gateway, got)

@@ -4,7 +4,7 @@ from django.db import models, transaction
 from forge.admin_fields import KeptJSONField
 from forge.admin_views import ReadOnlyAdmin
 from forge.governance import services
-from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy, TokenEvent
+from forge.governance.models import Agent, AgentGateway, BudgetEnvelope, Gateway, Policy, TokenEvent
 
 # What a shell agent's config adds to its steps' sandbox (docs/sandbox.md), said where an Admin opens the network.
 SHELL_CONFIG_HELP = (
@@ -33,12 +33,52 @@ class ConfigurationAdmin(admin.ModelAdmin):
                 services.config_delete(user=request.user, instance=obj)
 
 
+class AgentGatewayInline(admin.TabularInline):
+    """The agent's gateways in order of preference: a dispatch takes the first healthy one covering the step.
+    Whoever may change the agent may change its list; the list changes through a service, audited."""
+
+    model = AgentGateway
+    fields = ("gateway", "position")
+    extra = 1
+    verbose_name = "gateway"
+    verbose_name_plural = "gateways, in order of preference (lowest position first)"
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.has_perm("forge_governance.view_agent") or self.has_change_permission(request, obj)
+
+    def has_add_permission(self, request, obj=None):
+        return request.user.has_perm("forge_governance.change_agent")
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.has_perm("forge_governance.change_agent")
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.has_perm("forge_governance.change_agent")
+
+
 @admin.register(Agent)
 class AgentAdmin(ConfigurationAdmin):
     list_display = ("name", "provider", "enabled", "status", "trust_level", "max_concurrency",
-                    "rate_limit_per_minute", "monthly_budget", "gateway")
+                    "rate_limit_per_minute", "monthly_budget", "gateway_list")
     list_filter = ("provider", "enabled", "status")
     search_fields = ("name", "role")
+    inlines = [AgentGatewayInline]
+
+    @admin.display(description="gateways")
+    def gateway_list(self, agent):
+        return ", ".join(route.gateway.name for route in agent.routes.all()) or "—"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("routes__gateway")
+
+    def save_formset(self, request, form, formset, change):
+        if formset.model is not AgentGateway:
+            return super().save_formset(request, form, formset, change)
+        kept = [f.cleaned_data for f in formset.forms
+                if f.cleaned_data and not f.cleaned_data.get("DELETE") and f.cleaned_data.get("gateway")]
+        kept.sort(key=lambda data: data.get("position") or 0)  # stable: equal positions keep the form's order
+        services.agent_gateways_set(user=request.user, agent=form.instance, gateways=[d["gateway"] for d in kept])
+        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         field = super().formfield_for_dbfield(db_field, request, **kwargs)

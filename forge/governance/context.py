@@ -24,7 +24,7 @@ from engine.governance import context as gc
 from engine.interpreter.commands import Dispatch
 from forge.audit.models import AuditEvent
 from forge.governance import reservations
-from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy
+from forge.governance.models import Agent, AgentGateway, BudgetEnvelope, Gateway, Policy
 
 ALLOWED = "forge.governance.allowed"
 
@@ -50,7 +50,7 @@ def configuration() -> Snapshot:
     with _snapshot_lock:
         loaded_at = time.monotonic()
         fresh = Snapshot(
-            agents={a.name: a for a in Agent.objects.select_related("gateway")},
+            agents={a.name: a for a in Agent.objects.prefetch_related("routes__gateway")},
             policies=tuple(gc.PolicyRule(p.name, p.when, p.effect, p.message)
                            for p in Policy.objects.filter(enabled=True)),
             envelopes=tuple(BudgetEnvelope.objects.filter(enabled=True)),
@@ -64,9 +64,28 @@ def forget_configuration(**_kwargs) -> None:
     _snapshot = None
 
 
-for _model in (Agent, Gateway, Policy, BudgetEnvelope):
+for _model in (Agent, AgentGateway, Gateway, Policy, BudgetEnvelope):
     post_save.connect(forget_configuration, sender=_model, dispatch_uid=f"governance-{_model.__name__}-saved")
     post_delete.connect(forget_configuration, sender=_model, dispatch_uid=f"governance-{_model.__name__}-deleted")
+
+
+def _names(value) -> tuple[str, ...]:
+    """A list of capability names from a JSON field; anything else (a row saved without validation) is none."""
+    return tuple(item for item in value if isinstance(item, str)) if isinstance(value, list) else ()
+
+
+def gateway_info(gateway: Gateway) -> gc.GatewayInfo:
+    return gc.GatewayInfo(gateway.name, gateway.healthy, gateway.min_trust_level, _names(gateway.capabilities))
+
+
+def gateway_names(agent) -> tuple[str, ...]:
+    """An agent's gateways, in order: a run's pinned list (forge.runs.pinning) or a live row's."""
+    if agent is None:
+        return ()
+    names = getattr(agent, "gateways", None)
+    if isinstance(names, tuple):  # pinned
+        return names
+    return tuple(route.gateway.name for route in agent.routes.all())
 
 
 class GovernanceView:
@@ -85,6 +104,7 @@ class GovernanceView:
         self.running: Counter[str] = Counter()
         self.dispatched: Counter[str] = Counter()
         self.ledger: reservations.Ledger | None = None
+        self.gateway_rows: dict[str, Gateway] = {}
 
     def agent(self, name: str) -> Agent | None:
         return self.config.agents.get(name)
@@ -115,13 +135,22 @@ class GovernanceView:
         self.ledger = reservations.Ledger.open(self.now, [e for e in self.config.envelopes if e.scope in scopes],
                                                limited)
 
+    def gateways(self, names: Iterable[str]) -> tuple[gc.GatewayInfo, ...]:
+        """The named gateways as measured now (read once a round), in the given order; a deleted one is left
+        out. Their health is never taken from the snapshot: a probe changes it without a save."""
+        names = list(names)
+        if missing := [name for name in names if name not in self.gateway_rows]:
+            self.gateway_rows.update((g.name, g) for g in Gateway.objects.filter(name__in=missing))
+        return tuple(gateway_info(self.gateway_rows[name]) for name in names if name in self.gateway_rows)
+
     def context(self, *, run, workflow: str, dispatch: Dispatch, capabilities: tuple[str, ...], running: int,
-                estimated_cost: float) -> gc.GateContext:
+                estimated_cost: float, gateways: tuple[str, ...] = ()) -> gc.GateContext:
         """The gates' view of one dispatch; `running` is what the agent runs now, this round's dispatches
-        included, and the ledger is open if the dispatch is `limited`."""
+        included, `gateways` the names of the agent's gateways in order (as the run pinned them), and the
+        ledger is open if the dispatch is `limited`."""
         agent = self.agent(dispatch.agent)
         ledger = self.ledger
-        agent_info = gateway_info = None
+        agent_info = None
         if agent is not None:
             dispatches = 0
             if agent.rate_limit_per_minute is not None:
@@ -133,10 +162,8 @@ class GovernanceView:
                 trust_level=agent.trust_level, max_concurrency=agent.max_concurrency,
                 running=running, rate_limit_per_minute=agent.rate_limit_per_minute,
                 dispatches_last_minute=dispatches + self.dispatched[agent.name],
-                monthly_budget=agent.monthly_budget, month_spend=spent, month_reserved=reserved)
-            if agent.gateway is not None:
-                gw = agent.gateway
-                gateway_info = gc.GatewayInfo(gw.name, gw.healthy, gw.min_trust_level, tuple(gw.capabilities))
+                monthly_budget=agent.monthly_budget, month_spend=spent, month_reserved=reserved,
+                capabilities=_names(agent.config.get("capabilities") if isinstance(agent.config, dict) else None))
         step = gc.StepInfo(run_id=str(run.pk), step=dispatch.step, attempt=dispatch.attempt, agent=dispatch.agent,
                            workflow=workflow, capabilities=capabilities, args=run.args,
                            estimated_cost=estimated_cost)
@@ -146,7 +173,7 @@ class GovernanceView:
         envelopes = tuple(gc.BudgetEnvelope(e.name, e.scope, e.limit, *ledger.envelopes[e.pk])
                           for e in self.envelopes(workflow, dispatch.agent))
         return gc.GateContext(
-            step=step, gateway=gateway_info, agent=agent_info, envelopes=envelopes, policies=self.config.policies,
+            step=step, gateways=self.gateways(gateways), agent=agent_info, envelopes=envelopes, policies=self.config.policies,
             context_trust=trust, approval_required=bool(agent and agent.requires_approval),
             approval_granted=dispatch.governance_approved)
 

@@ -112,7 +112,6 @@ class Agent(models.Model):
                               help_text="provider settings, e.g. {\"model\": \"gpt-4o-mini\"}; secrets come from "
                                         "FORGE_AGENT_SECRET_* environment variables that token_env, api_key_env "
                                         "or secret_env name, never from here")
-    gateway = models.ForeignKey(Gateway, null=True, blank=True, on_delete=models.PROTECT, related_name="agents")
     gateways = models.ManyToManyField(Gateway, through="AgentGateway", blank=True, related_name="routed_agents",
                                       help_text="where its steps go, in order of preference")
     overridable = models.JSONField(default=list, blank=True,

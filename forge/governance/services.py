@@ -19,7 +19,7 @@ from django.db.models import ProtectedError
 
 from engine.secrets import redact_secrets
 from forge.audit.services import audit
-from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy
+from forge.governance.models import Agent, AgentGateway, BudgetEnvelope, Gateway, Policy
 from forge.workflows.models import StepLibraryEntry
 
 # model -> the noun of its audit codes (forge.<noun>.created|changed|deleted) and targets (<noun>:<name>)
@@ -115,6 +115,32 @@ def config_delete(*, user, instance: models.Model) -> None:
             users = ", ".join(sorted(str(row) for row in exc.protected_objects))
             raise ValidationError(f"{target} is still used by {users}; change those first") from None
         audit(f"forge.{noun}.deleted", user=user, target=target, detail={"before": _shown(before)})
+
+
+def agent_gateways_set(*, user, agent: Agent, gateways: list[Gateway]) -> None:
+    """Make `gateways` the agent's list, in that order of preference, and audit the change (forge.agent.changed,
+    before and after as lists of names). Runs started before keep the list they pinned.
+
+    Raises:
+        PermissionDenied: `user` may not change agents.
+        ValidationError: a gateway named twice; nothing is changed.
+    """
+    _require(user, "change", agent)
+    after = [gateway.name for gateway in gateways]
+    if len(set(after)) != len(after):
+        raise ValidationError("each gateway may be named once in an agent's list")
+    with transaction.atomic():
+        Agent.objects.select_for_update().filter(pk=agent.pk).first()  # one change of the list at a time
+        before = [route.gateway.name for route in AgentGateway.objects.filter(agent=agent).select_related("gateway")]
+        if before == after:
+            return
+        # One row at a time, so the dispatch snapshot hears of it (post_save, post_delete).
+        for route in AgentGateway.objects.filter(agent=agent):
+            route.delete()
+        for position, gateway in enumerate(gateways):
+            AgentGateway.objects.create(agent=agent, gateway=gateway, position=position)
+        audit("forge.agent.changed", user=user, target=_target("agent", agent),
+              detail={"before": {"gateways": before}, "after": {"gateways": after}})
 
 
 def gateway_token_issue(*, user, gateway: Gateway) -> str:

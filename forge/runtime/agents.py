@@ -12,11 +12,12 @@ from engine.executors import ShellExecutor, StepRequest, StepResult
 from engine.executors.base import secrets_hidden
 from engine.executors import MockExecutor
 from engine.executors.http import HttpExecutor
-from engine.executors.openai import OpenAIExecutor
+from engine.executors.openai import DEFAULT_PRICES, OpenAIExecutor
 from engine.executors.python_call import PythonExecutor, load_callables
 from engine.executors.shell import agent_environment
 from engine.secrets import SECRET_PREFIX, read_secret
-from forge.governance.models import model_price, shell_network_problem, spend_bounds
+from forge.governance.context import gateway_names
+from forge.governance.models import Gateway, model_price, shell_network_problem, spend_bounds
 
 # Where an openai agent's key comes from when its config names no api_key_env: under the agents' prefix like
 # every secret an agent reads, so OPENAI_API_KEY set for other software on the machine is never sent.
@@ -45,9 +46,17 @@ def _secret(agent, key: str, name: str) -> str | None:
         raise AgentMisconfigured(f"agent {agent.name!r}: {key}: {exc}") from None
 
 
-def executor_for(agent, watch=None):
-    """The executor of `agent`'s provider, configured from its row, its gateway and the environment; a shell
-    executor tells `watch` its output so far."""
+def auth_headers(agent) -> dict[str, str]:
+    """What an http agent's requests to a gateway carry to authenticate: its token_env secret as a bearer token
+    (dispatches and cancels alike)."""
+    token_env = (agent.config or {}).get("token_env")
+    token = _secret(agent, "token_env", token_env) if token_env else None
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def executor_for(agent, watch=None, gateway=None):
+    """The executor of `agent`'s provider, configured from its row, the `gateway` routing chose (an http agent's;
+    None: its first) and the environment; a shell executor tells `watch` its output so far."""
     provider, config = agent.provider, agent.config or {}
     if provider == "mock":
         return MockExecutor()
@@ -62,14 +71,13 @@ def executor_for(agent, watch=None):
     if provider == "python":
         return PythonExecutor(_python_callables())
     if provider == "http":
-        gateway = agent.gateway
-        url = config.get("url") or (gateway.url if gateway else "")
+        if gateway is None:
+            gateway = first_gateway(agent)
+        # The gateway routing chose is where the step goes; the agent's own url serves a gateway without one.
+        url = (gateway.url if gateway else "") or config.get("url")
         if not url:
             raise AgentMisconfigured(f"agent {agent.name!r} has no url and no gateway with one")
-        token_env = config.get("token_env")
-        token = _secret(agent, "token_env", token_env) if token_env else None
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return HttpExecutor(url, headers=headers, callback_url=settings.FORGE_PUBLIC_URL + reverse("step-complete"),
+        return HttpExecutor(url, headers=auth_headers(agent), callback_url=settings.FORGE_PUBLIC_URL + reverse("step-complete"),
                             egress_allow=settings.FORGE_EGRESS_ALLOW)
     if provider == "openai":
         api_key = _secret(agent, "api_key_env", config.get("api_key_env") or DEFAULT_OPENAI_KEY_ENV)
@@ -80,19 +88,26 @@ def executor_for(agent, watch=None):
         if problems := list(spend_bounds(config)):  # a row saved without validation: refused again here
             raise AgentMisconfigured(f"agent {agent.name!r}: {'; '.join(problems)}")
         price = model_price(config)
-        return OpenAIExecutor(base_url, model, api_key=api_key, prices={model: price} if price else {},
+        return OpenAIExecutor(base_url, model, api_key=api_key, prices={**DEFAULT_PRICES, model: price} if price else None,
                               system_prompt=config.get("system_prompt"), max_tokens=config.get("max_tokens"),
                               egress_allow=settings.FORGE_EGRESS_ALLOW)
     raise AgentMisconfigured(f"agent {agent.name!r} has an unknown provider {provider!r}")
 
 
-def execute(agent, request: StepRequest, cancel: threading.Event, watch=None) -> StepResult:
-    """Run one call of the agent (None: deleted since the step was dispatched); a missing agent, a
-    misconfiguration or an executor bug ends the step, never the worker."""
+def first_gateway(agent) -> Gateway | None:
+    """The first of the agent's gateways (as the run pinned them) that still exists."""
+    names = gateway_names(agent)
+    rows = {g.name: g for g in Gateway.objects.filter(name__in=names)} if names else {}
+    return next((rows[name] for name in names if name in rows), None)
+
+
+def execute(agent, request: StepRequest, cancel: threading.Event, watch=None, gateway=None) -> StepResult:
+    """Run one call of the agent (None: deleted since the step was dispatched), through `gateway` when routing
+    chose one; a missing agent, a misconfiguration or an executor bug ends the step, never the worker."""
     if agent is None:
         return StepResult.failure(f"agent {request.agent!r} no longer exists")
     try:
-        result = executor_for(agent, watch).execute(request, cancel)
+        result = executor_for(agent, watch, gateway).execute(request, cancel)
     except AgentMisconfigured as exc:
         return StepResult.failure(str(exc))
     except Exception as exc:  # noqa: BLE001 - any executor fault is the step's failure

@@ -7,7 +7,10 @@ a run whose next delayed event has fallen due is claimed (one conditional
 update, so one cluster wins) and advanced; every FORGE_RECOVERY_S the
 recovery task is enqueued; every FORGE_SCHEDULES_S, when a schedule has
 fallen due, the task that fires schedules is (each due time's unique fire
-record makes one cluster start it).
+record makes one cluster start it); every FORGE_GATEWAY_PROBE_S, the task
+that probes the gateways' health URLs; and at every tick, an attempt whose
+gateways all refused and whose retry time has come is queued again
+(forge.runtime.gateways).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from django_q.brokers.redis_broker import Redis
 from django_q.conf import Conf
 
 from forge.runs.models import Run
-from forge.runtime import queue
+from forge.runtime import gateways, queue
 from forge.schedules.firing import due_schedules_exist
 
 log = logging.getLogger(__name__)
@@ -33,7 +36,7 @@ WAKE_BATCH = 100
 class Clock:
     def __init__(self):
         self.last_tick = 0.0
-        self.last_recovery = self.last_schedules = time.monotonic()
+        self.last_recovery = self.last_schedules = self.last_probe = time.monotonic()
 
     def tick(self, broker) -> None:
         now = time.monotonic()
@@ -42,6 +45,10 @@ class Clock:
         self.last_tick = now
         try:
             wake_due_runs(broker)
+            gateways.wake_due_retries(broker)
+            if now - self.last_probe >= settings.FORGE_GATEWAY_PROBE_S:
+                self.last_probe = now
+                queue.enqueue(queue.PROBE_GATEWAYS, task_name="probe gateways", broker=broker)
             if now - self.last_recovery >= settings.FORGE_RECOVERY_S:
                 self.last_recovery = now
                 queue.enqueue(queue.RECOVER, task_name="recover", broker=broker)

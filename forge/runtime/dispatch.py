@@ -15,7 +15,7 @@ from engine.interpreter import events as ev
 from engine.interpreter.state import RunState, StepStatus
 from engine.workflow import Workflow
 from forge.governance import reservations
-from forge.governance.context import ALLOWED, GovernanceView
+from forge.governance.context import ALLOWED, GovernanceView, gateway_names
 from forge.runs.models import RunInput
 from forge.runs.models import StepResult as StepRow
 from forge.runs.pinning import pinned_agent, step_agents
@@ -24,8 +24,14 @@ from forge.runtime import agents, inbox, leases, queue
 from forge.runtime.effects import Effects
 
 
+# The step row's `dispatch` is the engine's Dispatch, plus under this key the gateways routing chose, in the order
+# the worker tries them, and the one that took the attempt (forge.runtime.gateways).
+ROUTE = "route"
+
+
 def request_of(run_id: int, dispatch: dict, spec, workdir: str | None) -> StepRequest:
-    return StepRequest.from_dispatch(cmd.command_from_json(dispatch), spec, run_id=str(run_id), workdir=workdir)
+    command = cmd.command_from_json({k: v for k, v in dispatch.items() if k != ROUTE})
+    return StepRequest.from_dispatch(command, spec, run_id=str(run_id), workdir=workdir)
 
 
 @dataclass
@@ -75,9 +81,13 @@ class Dispatcher:
         agent = pinned_agent(r.run, command.agent, live) if live is not None else None
         estimated = reservations.projected_cost(agent, spec)
         ctx = view.context(run=r.run, workflow=workflow, dispatch=command, capabilities=tuple(spec.capabilities),
-                           running=self._running(command.agent), estimated_cost=estimated)
+                           running=self._running(command.agent), estimated_cost=estimated,
+                           gateways=gateway_names(agent))
         decision = evaluate(ctx)
         detail = decision.to_json()
+        route = ctx.route if ctx.gateways or spec.capabilities else None
+        if route is not None:  # which gateway takes the attempt and why (the console's step panel says it)
+            detail["route"] = route.to_json()
         r.log("governance", command.step, {"attempt": command.attempt, "estimated_cost": estimated, **detail})
         target = f"agent:{command.agent}"
         if decision.outcome == "block":
@@ -98,7 +108,7 @@ class Dispatcher:
         view.running[command.agent] += 1
         view.dispatched[command.agent] += 1
         view.reserve(run_id=r.run.pk, workflow=workflow, dispatch=command, amount=estimated)
-        self._start(command, spec, agent)
+        self._start(command, spec, agent, route)
 
     def _running(self, name: str) -> int:
         """The agent's steps running now, for its max_concurrency: other runs' rows, this run's steps still
@@ -121,10 +131,12 @@ class Dispatcher:
                 count += 1
         return count + self.view.running[name]
 
-    def _start(self, command: cmd.Dispatch, spec, agent) -> None:
+    def _start(self, command: cmd.Dispatch, spec, agent, route=None) -> None:
         r = self.effects
         fence = r.next_fence()
         payload = command.to_json()
+        if route is not None and route.gateways:  # where the worker sends it, and fails over to (runtime.gateways)
+            payload[ROUTE] = {"gateways": [g.name for g in route.gateways], "gateway": route.gateway.name}
         r.set_step(command.step, agent=agent.name, dispatch=payload,
                    deadline_at=r.now + timedelta(seconds=command.timeout_s))
         request = request_of(r.run.pk, payload, spec, None)
@@ -177,3 +189,4 @@ class Dispatcher:
     def release(self, command: cmd.CancelStep) -> None:
         """A cancelled or timed-out attempt stops holding budgets (a result that still arrives settles it)."""
         reservations.release(self.effects.run.pk, command.step, command.attempt)
+

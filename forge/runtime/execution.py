@@ -29,9 +29,9 @@ from forge.audit.services import audit
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Run
 from forge.runs.pinning import pinned_agent
-from forge.runtime import agents, bridge, inbox, leases, output, recovery, stopping, store
+from forge.runtime import agents, bridge, gateways, inbox, leases, output, recovery, stopping, store
 from forge.runtime.completion import Completion
-from forge.runtime.dispatch import request_of
+from forge.runtime.dispatch import ROUTE, request_of
 from forge.runtime.rounds import advance
 
 
@@ -45,6 +45,7 @@ class Claim:
     row_id: int
     agent: object
     request: StepRequest
+    route: dict | None = None  # an http step's gateways, in the order to try them (forge.runtime.gateways)
 
 
 def workdir(run_id: int) -> str:
@@ -76,7 +77,8 @@ def claim_attempt(run_id: int, step: str, attempt: int, fence: int, *, resume: b
         agent = pinned_agent(run, row["agent"])  # as the run started; deleted since: its pin still runs
         spec = run_workflow(run).by_id[step].model
     request = request_of(run_id, row["dispatch"], spec, workdir(run_id))
-    return Claim(run_id, step, attempt, row["iteration"], fence, row["id"], agent, request)
+    route = (row["dispatch"] or {}).get(ROUTE) if getattr(agent, "provider", None) == "http" else None
+    return Claim(run_id, step, attempt, row["iteration"], fence, row["id"], agent, request, route)
 
 
 def _take_over(run: Run, row: dict, step: str, attempt: int, resume: bool) -> bool:
@@ -106,9 +108,16 @@ def execute_step(run_id: int, step: str, attempt: int, fence: int, resume: bool 
     lease = leases.Lease(run_id, step, claim.fence, stops_with_cluster=True)
     leases.hold([lease])
     try:
-        result = agents.execute(claim.agent, claim.request, lease.cancel, output.watcher(run_id, step, attempt))
+        watch = output.watcher(run_id, step, attempt)
+        if claim.route:
+            result = gateways.execute(claim, lease.cancel, watch)
+        else:
+            result = agents.execute(claim.agent, claim.request, lease.cancel, watch)
     finally:
         leases.release([lease])
+    if isinstance(result, gateways.Retry):
+        gateways.schedule_retry(claim, result)  # the clock sends it again: no worker waits
+        return f"retry {result.number} at {result.due:%H:%M:%S}"
     if result.deferred:
         # A gateway took it and will call back; the attempt is held until its deadline.
         leases.deferred(claim.row_id, claim.fence)

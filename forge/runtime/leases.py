@@ -50,6 +50,7 @@ class Owner(enum.StrEnum):
     NOBODY = ""         # not running, or handed to the queue and not claimed yet
     INBOX = "inbox"     # its result waits in the run's inbox
     GATEWAY = "gateway" # a gateway accepted it (202) and will call back
+    RETRY = "retry"     # no gateway could be connected to: the clock queues it again at lease_expires_at
 
 
 # -- transitions written by a round (fields for its batched step write) --------------------------------
@@ -88,6 +89,20 @@ def claim(row_id: int, fence: int, now) -> None:
 def deferred(row_id: int, fence: int) -> None:
     """A gateway took the attempt and will call back; the timeout enforcer watches its deadline."""
     StepResult.objects.filter(pk=row_id, fence=fence).update(executing=False, lease_owner=Owner.GATEWAY)
+
+
+def retry_at(row_id: int, fence: int, due) -> None:
+    """Every covering gateway refused the connection: nobody holds the attempt until `due`, when the clock queues
+    it again (forge.runtime.gateways). The caller released its lease, so no renewal moves `due`."""
+    StepResult.objects.filter(pk=row_id, fence=fence).update(executing=False, lease_owner=Owner.RETRY,
+                                                             lease_expires_at=due)
+
+
+def retry_due(row_id: int, fence: int, now) -> bool:
+    """The clock takes a due retry: queued like a new dispatch (False: another cluster's clock took it, or the
+    attempt was cancelled meanwhile)."""
+    return bool(StepResult.objects.filter(pk=row_id, fence=fence, lease_owner=Owner.RETRY,
+                                          status=StepStatus.RUNNING).update(**queued(fence, now)))
 
 
 def handed_back(row_id: int, fence: int) -> None:

@@ -12,6 +12,8 @@ ADVANCE_RUN = "forge.runtime.tasks.advance_run"
 EXECUTE_STEP = "forge.runtime.tasks.execute_step"
 RECOVER = "forge.runtime.tasks.recover"
 FIRE_SCHEDULES = "forge.runtime.tasks.fire_schedules"
+PROBE_GATEWAYS = "forge.runtime.tasks.probe_gateways"
+CANCEL_AT_GATEWAY = "forge.runtime.tasks.cancel_at_gateway"
 
 _brokers: dict[int, object] = {}
 
@@ -28,5 +30,6 @@ def enqueue_advance(run_id: int, *, broker=None) -> None:
     enqueue(ADVANCE_RUN, run_id, task_name=f"advance run {run_id}", broker=broker)
 
 
-def enqueue_execution(run_id: int, step: str, attempt: int, fence: int, *, resume: bool = False) -> None:
-    enqueue(EXECUTE_STEP, run_id, step, attempt, fence, resume, task_name=f"run {run_id} {step}#{attempt}")
+def enqueue_execution(run_id: int, step: str, attempt: int, fence: int, *, resume: bool = False, broker=None) -> None:
+    enqueue(EXECUTE_STEP, run_id, step, attempt, fence, resume, task_name=f"run {run_id} {step}#{attempt}",
+            broker=broker)

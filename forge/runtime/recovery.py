@@ -92,7 +92,7 @@ def reap(now) -> int:
     """Attempts whose worker stopped renewing the lease are handed to a new worker."""
     dead = (StepResult.objects.filter(status=StepStatus.RUNNING, lease_expires_at__lt=now,
                                       run__status=RunStatus.RUNNING)
-            .exclude(lease_owner__in=(Owner.GATEWAY, Owner.INBOX))
+            .exclude(lease_owner__in=(Owner.GATEWAY, Owner.INBOX, Owner.RETRY))
             .values_list("run_id", "step", "attempt", "fence")[:BATCH])
     count = 0
     for run_id, step, attempt, fence in dead:

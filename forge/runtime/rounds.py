@@ -22,7 +22,7 @@ from forge import live
 from forge.audit.services import SYSTEM
 from forge.runs.models import Approval, Checkpoint, Run, RunEvent, RunInput, StepResult
 from forge.runs.times import to_datetime
-from forge.runtime import bridge, children, dispatch, inbox, leases, step_events, store
+from forge.runtime import bridge, children, dispatch, gateways, inbox, leases, step_events, store
 from forge.runtime.replies import reply_detail
 from forge.runtime.completion import Completion, Outcome, record_completion
 from forge.runtime.effects import Effects
@@ -218,6 +218,7 @@ class Round:
         effects = self.effects
         effects.set_step(command.step, **leases.revoked(effects.next_fence()))
         effects.drop_inline(command.step)
+        gateways.cancel_taken(effects, command)  # before the row's lease is revoked: a gateway that took it is told
         self.dispatcher.release(command)
         effects.audit("forge.step.cancelled", step=command.step, attempt=command.attempt,
                       detail={"reason": command.reason})

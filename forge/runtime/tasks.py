@@ -3,12 +3,12 @@ nothing imports this module."""
 
 from __future__ import annotations
 
-from forge.runtime import recovery
+from forge.runtime import gateways, probe, recovery
 from forge.runtime.execution import execute_step
 from forge.runtime.rounds import advance
 from forge.schedules.firing import fire_due_schedules
 
-__all__ = ["advance_run", "execute_step", "fire_schedules", "recover"]
+__all__ = ["advance_run", "cancel_at_gateway", "execute_step", "fire_schedules", "probe_gateways", "recover"]
 
 
 def advance_run(run_id: int) -> None:
@@ -21,3 +21,12 @@ def recover() -> dict[str, int]:
 
 def fire_schedules() -> dict[str, int]:
     return fire_due_schedules()
+
+
+def probe_gateways() -> dict[str, int]:
+    return probe.probe_gateways()
+
+
+def cancel_at_gateway(run_id: int, step: str, attempt: int, iteration: int, agent: str, gateway: str,
+                      reason: str) -> str:
+    return gateways.tell_cancel(run_id, step, attempt, iteration, agent, gateway, reason)

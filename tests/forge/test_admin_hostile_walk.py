@@ -85,6 +85,9 @@ def add_fields(model_admin, request) -> dict[str, bool]:
         widget = field.widget
         for suffix in (widget.widgets_names if isinstance(widget, MultiWidget) else [""]):
             fields[name + suffix] = type(field).__name__.endswith("JSONField")
+    for inline in model_admin.get_inline_instances(request):  # each inline's formset posts its form counts
+        prefix = inline.get_formset(request).get_default_prefix()
+        fields.update({f"{prefix}-TOTAL_FORMS": False, f"{prefix}-INITIAL_FORMS": False})
     return fields
 
 

@@ -23,7 +23,7 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 
 from forge.audit.models import AuditEvent
-from forge.governance.models import Agent, BudgetEnvelope, Gateway, TokenEvent
+from forge.governance.models import Agent, AgentGateway, BudgetEnvelope, Gateway, TokenEvent
 from forge.runs import services
 from forge.runtime.recovery import TIMEOUT_GRACE_S, enforce_timeouts
 from tests.forge.api.test_step_complete import URL, body_for, deferred, post, snapshot  # noqa: F401 - the fixture
@@ -227,11 +227,11 @@ steps:
 @pytest.fixture
 def retried(operator, save_workflow, local_server, django_capture_on_commit_callbacks):
     """Attempt 1 of `remote` was sent, timed out, and attempt 2 was sent: both to this gateway."""
-    gateway = Gateway(name="gw-one", url=local_server.url)
+    gateway = Gateway(name="gw-one", url=f"{local_server.url}/dispatch")
     token = gateway.set_token()
     gateway.save()
-    Agent.objects.create(name="gw-agent", provider="http", gateway=gateway,
-                         config={"url": f"{local_server.url}/dispatch"})
+    AgentGateway.objects.create(gateway=gateway, agent=Agent.objects.create(
+        name="gw-agent", provider="http", config={"url": f"{local_server.url}/dispatch"}))
     local_server.reply = lambda seen: (202, {"accepted": True})
     with django_capture_on_commit_callbacks(execute=True):
         run = services.run_start(user=operator, version=save_workflow(RETRIED))

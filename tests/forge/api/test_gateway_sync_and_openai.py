@@ -13,7 +13,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django_q.models import Task
 
 from forge.audit.models import AuditEvent
-from forge.governance.models import Agent, Gateway, TokenEvent
+from forge.governance.models import Agent, AgentGateway, Gateway, TokenEvent
 from forge.runs import services
 from forge.runs.models import Checkpoint, Run, RunEvent, RunInput, StepResult
 from tests.forge.conftest import steps_of
@@ -70,11 +70,12 @@ def start(user, version, capture) -> Run:
 
 @pytest.fixture
 def http_agent(db, local_server):
-    gateway = Gateway(name="gw-sync", url=local_server.url)
+    gateway = Gateway(name="gw-sync", url=f"{local_server.url}/steps")
     gateway.set_token()
     gateway.save()
-    return Agent.objects.create(name="gw-sync", provider="http", gateway=gateway,
-                                config={"url": f"{local_server.url}/steps"})
+    agent = Agent.objects.create(name="gw-sync", provider="http", config={"url": f"{local_server.url}/steps"})
+    AgentGateway.objects.create(agent=agent, gateway=gateway)
+    return agent
 
 
 def test_a_200_from_the_gateway_completes_the_step_without_a_callback(operator, save_workflow, local_server,
@@ -136,10 +137,9 @@ def test_a_malformed_result_from_the_gateway_fails_the_step(operator, save_workf
     assert "tokens" in remote.error
 
 
-def test_the_agents_url_wins_over_the_gateways_url(operator, save_workflow, local_server, http_agent,
-                                                    django_capture_on_commit_callbacks):
-    http_agent.gateway.url = "http://127.0.0.1:9/unused"
-    http_agent.gateway.save()
+def test_the_agents_url_serves_a_gateway_without_one(operator, save_workflow, local_server, http_agent,
+                                                     django_capture_on_commit_callbacks):
+    Gateway.objects.filter(name="gw-sync").update(url="")
     local_server.reply = lambda seen: (200, {"ok": True, "outputs": {"summary": "s"}})
 
     run = start(operator, save_workflow(HTTP_WORKFLOW), django_capture_on_commit_callbacks)
@@ -148,12 +148,9 @@ def test_the_agents_url_wins_over_the_gateways_url(operator, save_workflow, loca
     assert [seen.path for seen in local_server.seen] == ["/steps"]
 
 
-def test_without_its_own_url_the_agent_uses_its_gateways_url(operator, save_workflow, local_server, http_agent,
-                                                              django_capture_on_commit_callbacks):
-    http_agent.gateway.url = f"{local_server.url}/via-gateway"
-    http_agent.gateway.save()
-    http_agent.config = {}
-    http_agent.save()
+def test_the_gateway_routing_picked_wins_over_the_agents_url(operator, save_workflow, local_server, http_agent,
+                                                             django_capture_on_commit_callbacks):
+    Gateway.objects.filter(name="gw-sync").update(url=f"{local_server.url}/via-gateway")
     local_server.reply = lambda seen: (200, {"ok": True, "outputs": {"summary": "s"}})
 
     run = start(operator, save_workflow(HTTP_WORKFLOW), django_capture_on_commit_callbacks)

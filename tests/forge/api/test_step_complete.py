@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import pytest
 
 from forge.audit.models import AuditEvent
-from forge.governance.models import Agent, Gateway, TokenEvent
+from forge.governance.models import Agent, AgentGateway, Gateway, TokenEvent
 from forge.runs import services
 from forge.runs.models import Run, RunEvent, RunInput, StepResult
 from forge.runtime.leases import Owner
@@ -50,14 +50,14 @@ steps:
 @pytest.fixture
 def deferred(operator, save_workflow, local_server, django_capture_on_commit_callbacks):
     """A running run whose `remote` step a gateway accepted (202) and has not reported yet."""
-    gateway = Gateway(name="gw-one", url=local_server.url)
+    gateway = Gateway(name="gw-one", url=f"{local_server.url}/dispatch")
     token = gateway.set_token()
     gateway.save()
     other = Gateway(name="gw-two", url="http://127.0.0.1:9/")
     other_token = other.set_token()
     other.save()
-    Agent.objects.create(name="gw-agent", provider="http", gateway=gateway,
-                         config={"url": f"{local_server.url}/dispatch"})
+    AgentGateway.objects.create(gateway=gateway, agent=Agent.objects.create(
+        name="gw-agent", provider="http", config={"url": f"{local_server.url}/dispatch"}))
     local_server.reply = lambda seen: (202, {"accepted": True})
     version = save_workflow(WORKFLOW)
     with django_capture_on_commit_callbacks(execute=True):

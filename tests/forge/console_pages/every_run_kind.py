@@ -24,7 +24,7 @@ from django.test import Client, TestCase, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from forge.governance.models import Agent, Gateway
+from forge.governance.models import Agent, AgentGateway, Gateway
 from forge.runs import services
 from forge.runs.models import Run, RunInput, StepResult
 from forge.schedules.firing import fire_due_schedules
@@ -256,8 +256,8 @@ def _world(django_db_blocker, logged: list[str]):
             door = Gateway(name="gw-door", url=gateway.url)
             door.set_token(GATEWAY_TOKEN)
             door.save()
-            Agent.objects.create(name="gw", provider="http", gateway=door,
-                                 config={"url": f"{gateway.url}/steps", "token_env": BEARER_ENV})
+            AgentGateway.objects.create(gateway=door, agent=Agent.objects.create(
+                name="gw", provider="http", config={"url": f"{gateway.url}/steps", "token_env": BEARER_ENV}))
             runs, schedule = build(people)
             yield World(people=people, runs=runs, schedule=schedule, secrets={
                 "a shell agent's secret": SHELL_SECRET, "an http agent's token": BEARER_SECRET,

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from forge.governance.models import Agent, Gateway
+from forge.governance.models import Agent, AgentGateway, Gateway
 from forge.runs import services
 from tests.forge.conftest import steps_of
 from tests.forge.test_deployment_checks import manage
@@ -41,8 +41,10 @@ def connects(monkeypatch):
 def test_an_http_agent_aimed_at_the_database_port_is_refused_and_nothing_connects(
         operator, save_workflow, django_capture_on_commit_callbacks, connects, where):
     gateway = Gateway.objects.create(name="db", url="http://127.0.0.1:5432/") if where == "gateway" else None
-    Agent.objects.create(name="prober", provider="http", gateway=gateway,
-                         config={} if gateway else {"url": "http://127.0.0.1:5432/?password=hunter2"})
+    prober = Agent.objects.create(name="prober", provider="http",
+                                  config={} if gateway else {"url": "http://127.0.0.1:5432/?password=hunter2"})
+    if gateway is not None:
+        AgentGateway.objects.create(agent=prober, gateway=gateway)
 
     with django_capture_on_commit_callbacks(execute=True):
         run = services.run_start(user=operator, version=save_workflow(WORKFLOW))

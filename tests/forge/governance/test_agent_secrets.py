@@ -47,7 +47,7 @@ def staff_admin(db):
 
 
 def admin_form(**changes) -> dict:
-    data = {"name": "leaky", "provider": "http", "gateway": "", "enabled": "on", "status": "active", "role": "",
+    data = {"name": "leaky", "provider": "http", "routes-TOTAL_FORMS": "0", "routes-INITIAL_FORMS": "0", "enabled": "on", "status": "active", "role": "",
             "trust_level": "0", "required_context_trust": "0", "max_concurrency": "", "rate_limit_per_minute": "",
             "monthly_budget": "", "estimated_cost": "0",
             "config": json.dumps({"url": "https://gateway.example/steps", "token_env": "FORGE_SECRET_KEY"})}

@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from forge.audit.models import AuditEvent
-from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy, TokenEvent
+from forge.governance.models import Agent, AgentGateway, BudgetEnvelope, Gateway, Policy, TokenEvent
 from forge.runs import services
 from forge.runs.models import Approval, RunInput, StepResult
 from forge.runtime.rounds import advance
@@ -61,8 +61,11 @@ def blocked_codes(run):
     return [e.detail["code"] for e in AuditEvent.objects.filter(code="forge.governance.blocked", run_id=run.pk)]
 
 
-def mock_agent(name, **fields):
-    return Agent.objects.create(name=name, provider="mock", **fields)
+def mock_agent(name, gateway=None, **fields):
+    agent = Agent.objects.create(name=name, provider="mock", **fields)
+    if gateway is not None:
+        AgentGateway.objects.create(agent=agent, gateway=gateway)
+    return agent
 
 
 class TestAgentStatus:
