@@ -11,7 +11,8 @@ from django.utils import timezone
 
 from forge.console.run_head import left_text, timeout_text
 from forge.runs import services
-from forge.runs.models import Run
+from forge.runs.models import Run, RunInput
+from forge.runtime.rounds import advance
 from tests.forge.conftest import fast_forward
 from tests.forge.console_pages.test_run_head import head_of, text
 
@@ -27,9 +28,19 @@ steps:
 UNBOUNDED = BOUNDED.replace("timeout: 10m\n", "")
 
 
+def until_waiting(run: Run) -> Run:
+    """Feed only what is due now: the run waits for its approval, its deadline still ahead."""
+    for _ in range(50):
+        if not RunInput.objects.filter(run=run, processed_at=None, due_at__lte=timezone.now()).exists():
+            break
+        advance(run.pk)
+    run.refresh_from_db()
+    return run
+
+
 @pytest.fixture
 def live(save_workflow, operator):
-    return fast_forward(services.run_start(user=operator, version=save_workflow(BOUNDED)))
+    return until_waiting(services.run_start(user=operator, version=save_workflow(BOUNDED)))
 
 
 def deadline_of(client, run) -> str:
@@ -56,16 +67,18 @@ def test_a_deadline_passed_while_the_run_is_being_stopped_says_so(client, live, 
 
 
 def test_a_run_its_deadline_stopped_says_so(client, live, operator):
-    Run.objects.filter(pk=live.pk).update(status="failed", error_code="run_timeout", finished_at=timezone.now(),
-                                          error="the run's deadline passed", deadline_at=timezone.now())
+    ended = fast_forward(live)  # virtual time: the deadline comes before anyone approves
+    assert (ended.status, ended.error_code) == ("failed", "run_timeout")
     client.force_login(operator)
-    assert deadline_of(client, live) == "stopped at its deadline (timeout 10m)"
-    assert "data-deadline" not in head_of(client, live)  # nothing counts down any more
+    assert deadline_of(client, ended) == "stopped at its deadline (timeout 10m)"
+    assert "data-deadline" not in head_of(client, ended)  # nothing counts down any more
 
 
 def test_a_run_that_ended_before_its_deadline_says_nothing_of_it(client, live, operator):
-    Run.objects.filter(pk=live.pk).update(status="cancelled", finished_at=timezone.now(),
-                                          deadline_at=timezone.now() + timedelta(minutes=5))
+    Run.objects.filter(pk=live.pk).update(deadline_at=timezone.now() + timedelta(minutes=5))
+    services.run_cancel(user=operator, run=live)
+    live = fast_forward(live)
+    assert live.status == "cancelled"
     client.force_login(operator)
     assert deadline_of(client, live) == ""
 

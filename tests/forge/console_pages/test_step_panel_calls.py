@@ -9,6 +9,7 @@ import pytest
 from django.urls import reverse
 
 from forge.console.step_artifacts import size_text
+from forge.governance.models import Agent
 from forge.runs import services
 from forge.runs.models import Artifact, Run, RunEvent
 from tests.forge.conftest import fast_forward
@@ -50,6 +51,7 @@ def finished(run, attempt, **fields):
 
 @pytest.fixture
 def run(save_workflow, operator):
+    assert Agent.objects.filter(name="mock").update(overridable=["model", "temperature"]) == 1
     return fast_forward(services.run_start(user=operator, version=save_workflow(TWO_TRIES)))
 
 
@@ -102,6 +104,7 @@ def test_the_panel_shows_the_agent_as_pinned_and_the_steps_agent_config(client, 
 
 
 def test_a_run_from_before_pinning_says_only_the_overlay(client, run, operator):
+    Run.objects.filter(pk=run.pk).update(pinned={})
     client.force_login(operator)
     html = panel(client, run)
     assert '<dl class="pinned"' not in html and "Gateways, models and tokens" not in html

@@ -13,7 +13,7 @@
                                     cy: null, drawnAt: null, laidOutAt: null, nodes, selected: null, select: null });
   // The page's other parts (status list, Gantt, run log, approval cards) follow the run through DOM events:
   // "forge:events" ({events}: each batch applied, in order) and "forge:select" ({step}: the step selected, or null);
-  // "forge:snapshot" ({last_id}) when a backlog too long to replay was replaced by the rows' state: read again.
+  // "forge:snapshot" ({last_id, run: its status and error}) when a backlog too long to replay was replaced by the rows' state: read again.
   const tell = (name, detail) => document.dispatchEvent(new CustomEvent(name, { detail }));
   let queue = [];
   let frame = 0;
@@ -141,7 +141,7 @@
     }
     live.lastApplied = message.last_id;
     showRun(message.run.status);
-    tell("forge:snapshot", { last_id: message.last_id });
+    tell("forge:snapshot", { last_id: message.last_id, run: message.run });
     const draw = () => { nodes.forEach(showNode); if (live.cy) showPath(live.cy); };
     if (live.cy) live.cy.batch(draw); else draw();
   }

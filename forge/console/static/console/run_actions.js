@@ -98,6 +98,11 @@
     showMain();
   });
   document.addEventListener("forge:select", showMain);
+  // A reconnect's snapshot says how a run that ended meanwhile ended.
+  document.addEventListener("forge:snapshot", (e) => {
+    const run = e.detail.run;
+    if (run && TERMINAL.has(run.status)) endDeadline(run.error_code);
+  });
   // A run seen ended by a reconnect's snapshot (no events) stops the clock too.
   new MutationObserver(() => { if (ended()) { stop(Date.now() + skew); showMain(); } })
     .observe(status, { childList: true, characterData: true, subtree: true });
