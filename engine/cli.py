@@ -123,6 +123,7 @@ def cmd_plan(args) -> int:
         _print_invalid(args, report_)
         return EXIT_INVALID
     layers = report_.workflow.layers()
+    print_problems(args.file, Report(warnings=report_.warnings), lambda line: print(line, file=sys.stderr))
     if args.json:
         _print_json({"layers": layers})
     else:
@@ -138,6 +139,7 @@ def cmd_run(args) -> int:
         _print_invalid(args, report_)
         return EXIT_INVALID
     workflow = report_.workflow
+    print_problems(args.file, Report(warnings=report_.warnings), lambda line: print(line, file=sys.stderr))
     if workflow.unresolved_library:
         raise UsageError(f"step(s) {', '.join(workflow.unresolved_library)} use library_step; give --library FILE")
     if args.concurrency < 1 or not (0 < args.timeout < math.inf):

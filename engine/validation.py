@@ -532,7 +532,7 @@ class _Validator:
                 re_review_command=check.re_review_command, stdin=check.stdin, inputs=inputs,
                 ref_args=check.ref_args, policy=failure_policy(model)))
         unresolved = [s.id for s in specs if s.model.library_step is not None and self.library is None]
-        return Workflow(document, specs, self.source, unresolved_library=unresolved)
+        return Workflow(document, specs, self.source, unresolved_library=unresolved, warnings=list(self.warnings))
 
 
 def _place(where: tuple) -> str:

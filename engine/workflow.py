@@ -8,6 +8,7 @@ from typing import Any
 from engine.expressions import Node, Path
 from engine.graph import Graph
 from engine.model import Document, Step
+from engine.problems import Problem
 from engine.templates import Template
 
 TERMINAL_ACTIONS = ("halt", "skip", "escalate")
@@ -97,9 +98,10 @@ class Workflow:
     """A valid workflow: the document, its compiled steps in file order, and its graph."""
 
     def __init__(self, document: Document, steps: list[StepSpec], source: str = "",
-                 unresolved_library: list[str] | None = None):
+                 unresolved_library: list[str] | None = None, warnings: list[Problem] | None = None):
         self.document = document
         self.unresolved_library = unresolved_library or []
+        self.warnings = warnings or []  # validation's warnings (unknown_name, ...): shown wherever it is run
         self.steps = steps
         self.by_id = {step.id: step for step in steps}
         self.graph = Graph({step.id: step.deps for step in steps})

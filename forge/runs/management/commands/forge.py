@@ -22,7 +22,7 @@ from engine.terminal import (
     EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run, print_validation,
 )
 from engine.terminal import replies as reply_pairs, unasked_note, unasked_replies
-from engine.problems import Problem
+from engine.problems import Problem, WorkflowInvalid
 from engine.validation import Report, validate_source
 from forge.accounts import cli as accounts_cli
 from forge.runs import services
@@ -151,6 +151,7 @@ class Command(BaseCommand):
             raise services.ServiceError(f"--decide {bad[0]}: the decision must be one of {', '.join(DECISIONS)}")
         for step in unasked_replies(new_run_workflow(version)[0], replies) if replies else ():
             self.stderr.write(f"forge: {unasked_note(step)}")  # as the local runner: ignored
+        self._warn(options["target"], version)
         run = services.run_start(user=self.user, version=version, args=pairs(options["arg"], "--arg"),
                                  args_from_text=True)
         self.stderr.write(f"run {run.pk} of {version} started")
@@ -165,6 +166,15 @@ class Command(BaseCommand):
         else:
             print_run(result, self.stdout.write, f"run {run.pk}")
         return {"completed": EXIT_OK, "paused": EXIT_PAUSED}.get(result["status"], EXIT_FAILED)
+
+    def _warn(self, target: str, version) -> None:
+        """The version's validation warnings (unknown_name, ...) on stderr, as `python -m engine run` prints them:
+        the run goes on."""
+        try:
+            warnings = new_run_workflow(version)[0].warnings
+        except WorkflowInvalid:
+            return  # starting it says why
+        print_problems(target, Report(warnings=warnings), write=self.stderr.write)
 
     def _version(self, target: str, as_json: bool):
         path = Path(target)
