@@ -1,3 +1,4 @@
+from django import forms
 from django.contrib import admin, messages
 from django.db import models, transaction
 
@@ -5,6 +6,7 @@ from forge.admin_fields import KeptJSONField
 from forge.admin_views import ReadOnlyAdmin
 from forge.governance import services
 from forge.governance.models import Agent, AgentGateway, BudgetEnvelope, Gateway, Policy, TokenEvent
+from forge.runs import agent_config
 
 # What a shell agent's config adds to its steps' sandbox (docs/sandbox.md), said where an Admin opens the network.
 SHELL_CONFIG_HELP = (
@@ -56,6 +58,14 @@ class AgentGatewayInline(admin.TabularInline):
         return request.user.has_perm("forge_governance.change_agent")
 
 
+class OverridableField(forms.MultipleChoiceField):
+    """The keys ticked, in agent_config's order whatever order the browser sent them in."""
+
+    def clean(self, value):
+        chosen = super().clean(value)
+        return [key for key in agent_config.KEYS if key in chosen]
+
+
 @admin.register(Agent)
 class AgentAdmin(ConfigurationAdmin):
     list_display = ("name", "provider", "enabled", "status", "trust_level", "max_concurrency",
@@ -81,6 +91,12 @@ class AgentAdmin(ConfigurationAdmin):
         formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "overridable":  # one checkbox per agent_config key, stored as the list of those ticked
+            return OverridableField(
+                choices=[(key, key) for key in agent_config.KEYS], widget=forms.CheckboxSelectMultiple,
+                required=False, label="Overridable", help_text="the agent_config keys a step may set for this agent; "
+                "a run whose step sets another is refused when it starts (agent_config_refused), as is a step's "
+                "max_tokens above this agent's")
         field = super().formfield_for_dbfield(db_field, request, **kwargs)
         if db_field.name == "config":
             field.help_text = f"{db_field.help_text}. {SHELL_CONFIG_HELP}"

@@ -16,6 +16,7 @@ from engine.executors.openai import DEFAULT_PRICES
 from engine.executors.shell import agent_env_problems
 from engine.governance.context import POLICY_EFFECTS, check_policy_expression
 from engine.secrets import literal_secret_problems, secret_name_problem
+from forge.runs.agent_config import overridable_problem
 
 PROVIDERS = ("mock", "shell", "http", "openai", "python")
 
@@ -136,6 +137,8 @@ class Agent(models.Model):
         return self.name
 
     def clean(self):
+        if problem := overridable_problem(self.overridable):
+            raise ValidationError({"overridable": problem})
         if not isinstance(self.config, dict):
             raise ValidationError({"config": "the configuration must be a JSON object"})
         problems = literal_secret_problems(self.config)

@@ -11,6 +11,7 @@ from engine.interpreter import Interpreter, Options, RunStarted
 from engine.interpreter.state import RunState
 from engine.problems import WorkflowInvalid
 from engine.workflow import Workflow
+from forge.runs import agent_config
 from forge.runs.compiled import new_run_workflow
 from forge.runs.models import Checkpoint, Run, RunEvent, RunInput, StepResult
 from forge.runs.pinning import pins, step_agents
@@ -20,7 +21,11 @@ from forge.workflows.services import shell_agents
 
 
 class RunRefused(ValueError):
-    """The run cannot start as asked; nothing was created."""
+    """The run cannot start as asked; nothing was created. `code` says which rule refused it."""
+
+    def __init__(self, message: str, code: str = "run_refused"):
+        super().__init__(message)
+        self.code = code
 
 
 def referenced_version(name: str, number: int | None) -> WorkflowVersion | None:
@@ -111,11 +116,14 @@ def create_run(*, version: WorkflowVersion, workflow: Workflow, used_library: di
     now = timezone.now()
     # A restart keeps its source run's agents, a child its parent's (forge/runs/pinning.py).
     source = restarted_from or parent
+    pinned = pins(reachable_agents(workflow), source.pinned if source else None)
+    if problem := agent_config.refusal(workflow, pinned):  # against the agents as this run pins them
+        raise RunRefused(problem, agent_config.CODE)
     run = Run.objects.create(workflow=version.workflow, version=version, args=args, started_by=user,
                              parent=parent, parent_step=parent_step, parent_attempt=parent_attempt,
                              restarted_from=restarted_from, restart_from_step=restart_from_step,
                              library=used_library, context_trust=context_trust, created_at=now, progressed_at=now,
-                             pinned=pins(reachable_agents(workflow), source.pinned if source else None))
+                             pinned=pinned)
     state: RunState | None = prepare(str(run.pk)) if prepare else None
     interpreter = Interpreter.new(workflow, run_id=str(run.pk), args=args, options=options(), state=state)
     steps = interpreter.state.steps

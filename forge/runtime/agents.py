@@ -88,7 +88,8 @@ def executor_for(agent, watch=None, gateway=None):
         if problems := list(spend_bounds(config)):  # a row saved without validation: refused again here
             raise AgentMisconfigured(f"agent {agent.name!r}: {'; '.join(problems)}")
         price = model_price(config)
-        return OpenAIExecutor(base_url, model, api_key=api_key, prices={**DEFAULT_PRICES, model: price} if price else None,
+        prices = {**DEFAULT_PRICES, model: price} if price else None  # a step's agent_config.model: its list price
+        return OpenAIExecutor(base_url, model, api_key=api_key, prices=prices,
                               system_prompt=config.get("system_prompt"), max_tokens=config.get("max_tokens"),
                               egress_allow=settings.FORGE_EGRESS_ALLOW)
     raise AgentMisconfigured(f"agent {agent.name!r} has an unknown provider {provider!r}")

@@ -8,7 +8,7 @@ from tests.forge.admin_pages import AdminEditor, AuditedAdminPages, Page, staff
 
 AGENT = Page(Agent, "agent",
              add={"name": "", "provider": "mock", "config": "{}", "routes-TOTAL_FORMS": "0",
-                  "routes-INITIAL_FORMS": "0", "enabled": "on",
+                  "routes-INITIAL_FORMS": "0", "overridable": ["model"], "enabled": "on",
                   "status": "active", "role": "", "trust_level": "1", "required_context_trust": "0",
                   "max_concurrency": "", "rate_limit_per_minute": "", "monthly_budget": "", "estimated_cost": "0"},
              change={"trust_level": "3", "max_concurrency": "2"},
