@@ -28,10 +28,11 @@ class WorkflowAddForm(forms.ModelForm):
         source = self.cleaned_data["source"]
         report = workflow_validate(source=source)
         if not report.valid:
-            problems = [ValidationError(_said(problem)) for problem in report.problems[:SHOWN_PROBLEMS]]
+            problems = [ValidationError(said(problem)) for problem in report.problems[:SHOWN_PROBLEMS]]
             if len(report.problems) > SHOWN_PROBLEMS:
                 problems.append(ValidationError(f"and {len(report.problems) - SHOWN_PROBLEMS} more problems"))
             raise ValidationError(problems)
+        self.warnings = report.warnings  # shown once it is added: the document is valid, they do not stop it
         name = report.workflow.document.name
         if Workflow.objects.filter(name=name).exists():
             raise ValidationError(f"a workflow named {name!r} exists already: a new version of it is saved from "
@@ -39,7 +40,7 @@ class WorkflowAddForm(forms.ModelForm):
         return source
 
 
-def _said(problem) -> str:
+def said(problem) -> str:
     where = f"line {problem.line}" + (f", column {problem.column}" if problem.column else "") if problem.line else ""
     step = f"step {problem.step!r}: " if problem.step else ""
     return f"{where}: {step}{problem.message}" if where else f"{step}{problem.message}"

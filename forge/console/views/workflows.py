@@ -23,6 +23,7 @@ from forge.console.views.actions import sentence
 from forge.console.views.pages import require_view
 from forge.console.workflow_graph import workflow_graph
 from forge.runs import services
+from forge.runs.compiled import new_run_workflow
 from forge.runs.models import Run
 from forge.runs.selectors import runs_for_user
 from forge.schedules import services as schedules
@@ -104,7 +105,16 @@ def _page(request, workflow, version, fields, status: int = 200, *, form_version
         "schedules": Schedule.objects.filter(workflow=workflow).order_by("pk"),
         "may_run": can(request.user, "run.start"), "may_schedule": can(request.user, "schedule.manage"),
         "form_version": form_version or version, "again": again, "withheld": withheld,
+        "warnings": _warnings(version) if version and not cannot_run else [],
     }, status=status)
+
+
+def _warnings(version) -> list:
+    """What validation warns about in the version (spec 15's unknown_name, ...), from its cached compilation."""
+    try:
+        return new_run_workflow(version)[0].warnings
+    except WorkflowInvalid:
+        return []  # the page says it cannot run, and why
 
 
 def _start(request, workflow, latest):

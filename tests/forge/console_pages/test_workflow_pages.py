@@ -107,3 +107,35 @@ def test_the_page_carries_the_latest_version_s_graph(client, typed, operator):
                        .group(1))
     assert [node["id"] for node in graph["nodes"]] == ["look"] and graph["layout"] is None
     assert f'/layouts/{typed.content_hash}/' in html
+
+
+# -- validation warnings (spec 15: unknown_name) -------------------------------------------------------------
+
+TYPO = """\
+name: typo
+steps:
+  - id: probe
+    agent: mock
+    command: probe
+    outputs: {ready: {type: boolean}}
+  - id: deploy
+    agent: mock
+    command: deploy
+    depends_on: [probe]
+    condition: "redy"
+"""
+
+
+def test_the_workflow_page_lists_the_versions_warnings_with_their_lines(client, save_workflow, operator):
+    save_workflow(TYPO, user=operator)
+    client.force_login(operator)
+    html = client.get(reverse("console:workflow", args=["typo"])).content.decode()
+    section = html[html.index('id="warnings"'):html.index("</section>", html.index('id="warnings"'))]
+    assert "1 warning in v1" in section
+    assert "line 11, column 16: step <code>deploy</code>: <code>unknown_name</code> " \
+           "&#x27;redy&#x27; is not a name in scope in `condition` (did you mean &#x27;ready&#x27;?)" in section
+
+
+def test_a_version_without_warnings_shows_no_warning_card(client, typed, operator):
+    client.force_login(operator)
+    assert 'id="warnings"' not in client.get(reverse("console:workflow", args=["typed_args"])).content.decode()

@@ -105,3 +105,25 @@ def test_a_workflow_left_without_a_version_by_the_old_add_page_says_so_and_opens
     assert "no version saved" in row and "v-" not in row
     page = client.get(reverse("console:workflow", args=["bare"]))
     assert page.status_code == 200 and "No saved version." in page.content.decode()
+
+
+TYPO = GOOD.replace("depends_on: [fetch]}", "depends_on: [fetch], condition: 'fetched'}")
+
+
+def test_a_document_with_a_warning_is_added_and_its_warning_shown_with_its_line(client, boss, before):
+    added = client.post(ADD, {"source": TYPO}, follow=True)
+    assert added.status_code == 200 and made(before) == (1, 1, 1)
+    shown = [str(m) for m in added.context["messages"]]
+    assert any(m.startswith("Warning unknown_name: line 5, column 76: step 'load': 'fetched' is not a name in "
+                            "scope in `condition`") for m in shown), shown
+    version = WorkflowVersion.objects.get(workflow__name="pasted")
+    page = client.get(reverse("admin:forge_workflows_workflowversion_change", args=[version.pk])).content.decode()
+    assert "unknown_name: line 5, column 76: step &#x27;load&#x27;: &#x27;fetched&#x27; is not a name" in page
+
+
+def test_a_clean_document_shows_no_warning(client, boss, before):
+    added = client.post(ADD, {"source": GOOD}, follow=True)
+    assert not [m for m in added.context["messages"] if str(m).startswith("Warning")]
+    version = WorkflowVersion.objects.get(workflow__name="pasted")
+    page = client.get(reverse("admin:forge_workflows_workflowversion_change", args=[version.pk])).content.decode()
+    assert "none" in page
