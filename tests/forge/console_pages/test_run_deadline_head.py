@@ -45,7 +45,7 @@ def live(save_workflow, operator):
 
 def deadline_of(client, run) -> str:
     head = head_of(client, run)
-    found = re.search(r'<dd id="run-deadline".*?</dd>', head, re.S)
+    found = re.search(r'<span id="run-deadline".*?(?=<span id="live")', head, re.S)
     return text(found.group(0)) if found else ""
 
 

@@ -51,7 +51,6 @@
       deadline.textContent = "stopped at its deadline" + (timeout ? " (timeout " + timeout + ")" : "");
       deadline.classList.add("error");
     } else if (due !== null) {
-      deadline.previousElementSibling.hidden = true;
       deadline.hidden = true;
     }
   }
