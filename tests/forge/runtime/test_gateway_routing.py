@@ -14,12 +14,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.utils import timezone
+from django_q.brokers import get_broker
 
 from forge.audit.models import AuditEvent
 from forge.governance.models import Agent, AgentGateway, Gateway, Policy
 from forge.runs import services
 from forge.runs.models import Run, RunEvent, RunInput, StepResult
 from forge.runtime.rounds import advance
+from forge.runtime.broker import Clock
 from forge.runtime.gateways import wake_due_retries
 from forge.runtime.probe import probe_gateways
 from forge.runtime.recovery import reap
@@ -406,3 +408,27 @@ class TestCancelUrl:
             services.run_cancel(user=operator, run=run)
         event = RunEvent.objects.filter(run=run, kind="gateway").last()
         assert event.data["outcome"] == "cancel_failed" and "could not connect" in event.data["reason"]
+
+
+class TestTheRuntimesClock:
+    def test_the_clock_probes_every_interval_and_queues_a_due_retry(self, settings, operator, save_workflow,
+                                                                     gateways, django_capture_on_commit_callbacks):
+        east, _ = gateways
+        register(east)
+        east.down()
+        run = start(operator, save_workflow, django_capture_on_commit_callbacks)
+        StepResult.objects.filter(pk=work(run).pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+        clock = Clock()
+        clock.last_probe -= settings.FORGE_GATEWAY_PROBE_S  # an interval has passed
+
+        with django_capture_on_commit_callbacks(execute=True):
+            clock.tick(get_broker())
+
+        probed = gateway("east")
+        assert probed.healthy is False and probed.failures == 3  # two refused dispatches, then the failed probe
+        assert east.paths("GET") == []  # it was down: nothing reached it
+        assert [outcome for _, outcome in contacts(run)] == ["unreachable", "retry", "unreachable", "retry"]
+        clock.last_tick = 0.0
+        checked = probed.checked_at
+        clock.tick(get_broker())  # no interval has passed, no retry is due: nothing probed or queued
+        assert gateway("east").checked_at == checked and len(contacts(run)) == 4
