@@ -44,7 +44,8 @@ def projected_cost(agent: Agent | None, spec) -> float:
     """What one call of the step `spec` by `agent` (as its run pinned it: forge.runs.pinning, whose config
     carries the pinned prices) is expected to cost: the largest of the step's
     `estimated_cost`, the agent's `estimated_cost`, the mock's `cost` (mock agent) and the price bound (openai
-    agent). A workflow can raise what its admin configured, never lower it."""
+    agent; a step's `agent_config.model` at its list price too). A workflow can raise what its admin configured,
+    never lower it."""
     figures = [_amount(spec.estimated_cost)]
     if agent is not None:
         figures.append(_amount(agent.estimated_cost))
@@ -52,6 +53,10 @@ def projected_cost(agent: Agent | None, spec) -> float:
             figures.append(_amount(spec.mock.cost))
         elif agent.provider == "openai" and isinstance(agent.config, dict):
             figures.append(price_bound(agent.config))
+            overlay = spec.agent_config if getattr(agent, "name", spec.agent) == spec.agent else None  # not a fix's
+            if overlay is not None and overlay.model:  # a step's own model, priced as the openai agent prices it
+                tokens = overlay.max_tokens or agent.config.get("max_tokens")
+                figures.append(price_bound({"model": overlay.model, "max_tokens": tokens}))
     return max(figures)
 
 

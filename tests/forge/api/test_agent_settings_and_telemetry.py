@@ -242,3 +242,19 @@ def test_hostile_telemetry_in_a_callback_is_refused_and_records_nothing(deferred
     assert any(detail.startswith(f"{field}:") for detail in response.json()["details"]), response.json()
     assert (TokenEvent.objects.count(), RunEvent.objects.count()) == before
     assert steps_of(deferred.run)["remote"].status == "running"
+
+
+def test_a_steps_own_model_is_reserved_at_its_list_price_when_that_is_higher():
+    from types import SimpleNamespace
+
+    from engine.model import Step
+    from forge.governance.reservations import projected_cost
+
+    agent = SimpleNamespace(provider="openai", estimated_cost=0.0, config={"model": "gpt-4o-mini", "max_tokens": 10_000})
+    plain = Step.model_validate({"id": "a", "agent": "gpt", "command": "go"})
+    bigger = Step.model_validate({"id": "a", "agent": "gpt", "command": "go", "agent_config": {"model": "gpt-4o"}})
+    capped = Step.model_validate({"id": "a", "agent": "gpt", "command": "go",
+                                  "agent_config": {"model": "gpt-4o", "max_tokens": 1000}})
+    assert projected_cost(agent, plain) == pytest.approx(10_000 * 0.60 / 1e6)
+    assert projected_cost(agent, bigger) == pytest.approx(10_000 * 10.00 / 1e6)  # gpt-4o's output price
+    assert projected_cost(agent, capped) == pytest.approx(max(1000 * 10.00, 10_000 * 0.60) / 1e6)
