@@ -89,6 +89,8 @@ def _event_entry(kind: str, data: dict[str, Any]) -> tuple[str, str]:
         return ("error" if data.get("status") == "failed" else "info"), f"run {data.get('status')}{error}"
     if kind == "child":
         return "info", f"started sub-workflow run {data.get('run')} ({data.get('workflow')} v{data.get('version')})"
+    if kind == "artifact_refused":
+        return "warning", f"artifact {data.get('path')!r} not kept: {data.get('reason')}"
     return "warning", f"an event was refused: {data.get('reason', '')}"
 
 

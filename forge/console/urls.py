@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path
 
 from forge.console.views import actions, audit, live, pages, run_panes, runs, workflows
-from forge.console.views import decisions, kill_switch, replies, spend
+from forge.console.views import artifacts, decisions, kill_switch, replies, spend
 
 app_name = "console"
 
@@ -24,6 +24,7 @@ urlpatterns = [
     path("runs/<int:run_id>/attempts/", run_panes.run_attempts, name="attempts"),
     path("runs/<int:run_id>/log/", run_panes.run_log_view, name="run_log"),
     path("runs/<int:run_id>/decisions/", decisions.run_decisions, name="decisions"),
+    path("runs/<int:run_id>/artifacts/<int:artifact_id>/", artifacts.artifact_download, name="artifact"),
     path("runs/<int:run_id>/cancel/", actions.run_cancel, name="cancel"),
     path("runs/<int:run_id>/restart/", actions.run_restart, name="restart"),
     path("approvals/<int:approval_id>/decide/", actions.approval_decide, name="decide"),

@@ -26,6 +26,7 @@ from django.utils import timezone
 from engine.executors import StepRequest
 from engine.interpreter.state import StepStatus
 from forge.audit.services import audit
+from forge.runs import artifacts
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Run
 from forge.runs.pinning import pinned_agent
@@ -125,5 +126,8 @@ def execute_step(run_id: int, step: str, attempt: int, fence: int, resume: bool 
     if not result.ok and stopping.requested():
         leases.handed_back(claim.row_id, claim.fence)
         return "handed back: the cluster is stopping"
+    if claim.request.spec.artifacts:  # what the attempt left in the run's directory, kept before its result
+        artifacts.keep(run_id=run_id, step=step, attempt=attempt, iteration=claim.iteration, fence=claim.fence,
+                       patterns=claim.request.spec.artifacts, workdir=claim.request.workdir)
     outcome = advance(run_id, Completion(run_id, step, attempt, claim.iteration, result, fence=claim.fence))
     return outcome.value

@@ -6,21 +6,25 @@ from django.test import Client
 from django.urls import URLPattern, reverse
 
 from forge.console import urls
-from forge.runs.models import Approval
+from forge.runs.artifacts import stored_name
+from forge.runs.models import Approval, Artifact
 from forge.schedules.services import schedule_add
 
 pytestmark = pytest.mark.django_db
 OPEN = {"login", "logout"}  # the two pages someone without a session must reach
 ROUTES = [p for p in urls.urlpatterns if isinstance(p, URLPattern) and p.name not in OPEN]
 UNKNOWN = {"run_id": 999999, "approval_id": 999999, "schedule_id": 999999, "step": "no_such_step",
-           "name": "no_such_workflow", "content_hash": "0" * 64}
+           "name": "no_such_workflow", "content_hash": "0" * 64, "artifact_id": 999999}
 
 
 @pytest.fixture
 def known(run, operator):
     schedule = schedule_add(user=operator, workflow=run.workflow, cron="0 3 * * *")
+    artifact = Artifact.objects.create(run=run, step="prepare", attempt=1, path="out.txt", size=0,
+                                       sha256="0" * 64, stored=stored_name(run.pk, "0" * 64))
     return {"run_id": run.pk, "approval_id": Approval.objects.get(run=run).pk, "schedule_id": schedule.pk,
-            "step": "prepare", "name": run.workflow.name, "content_hash": run.version.content_hash}
+            "step": "prepare", "name": run.workflow.name, "content_hash": run.version.content_hash,
+            "artifact_id": artifact.pk}
 
 
 def url(route: URLPattern, values: dict) -> str:
