@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
@@ -82,6 +83,16 @@ def check_timeouts(workflow: Workflow) -> None:
         if seconds is not None and seconds > limit and spec.kind == "agent":
             raise RunRefused(f"step {spec.id!r} has a timeout of {seconds:g} s, longer than this installation "
                              f"allows (at most {limit:g} s)")
+    seconds, limit = workflow.document.timeout_s, settings.FORGE_RUN_TIMEOUT_MAX_S  # the run deadline's own bound
+    if seconds is not None and seconds > limit:
+        raise RunRefused(f"the workflow's timeout is {seconds:g} s, longer than this installation lets a run last "
+                         f"(at most {limit:g} s, FORGE_RUN_TIMEOUT_MAX_S)")
+
+
+def _deadline(workflow: Workflow, start):
+    """When the document's timeout ends the run: counted from its RunStarted, which is `start` (spec 15)."""
+    seconds = workflow.document.timeout_s
+    return None if seconds is None else start + timedelta(seconds=seconds)
 
 
 def check_args_size(args: dict) -> None:
@@ -123,7 +134,7 @@ def create_run(*, version: WorkflowVersion, workflow: Workflow, used_library: di
                              parent=parent, parent_step=parent_step, parent_attempt=parent_attempt,
                              restarted_from=restarted_from, restart_from_step=restart_from_step,
                              library=used_library, context_trust=context_trust, created_at=now, progressed_at=now,
-                             pinned=pinned)
+                             pinned=pinned, deadline_at=_deadline(workflow, now))
     state: RunState | None = prepare(str(run.pk)) if prepare else None
     interpreter = Interpreter.new(workflow, run_id=str(run.pk), args=args, options=options(), state=state)
     steps = interpreter.state.steps
