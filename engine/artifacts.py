@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import itertools
 import os
 import stat
 import tempfile
@@ -36,6 +37,10 @@ MAX_RUN_BYTES = 100 * 1024 * 1024
 MAX_PATTERNS = 100
 MAX_PATTERN_CHARS = 512
 MAX_ENTRIES = 100_000  # directory entries looked at per collection: a step cannot make collecting endless
+MAX_DEPTH = 64  # directories nested below the run's directory that are walked (each holds a descriptor)
+MAX_KEPT = 1000  # files kept per collection: empty files cost no bytes, yet each is a row to keep
+MAX_REFUSED = 100  # refusals listed per collection; the rest are counted in one last entry
+MAX_PATH_CHARS = 1024  # a kept file's relative path (the runtime's column)
 _CHUNK = 1 << 16
 _WILDCARDS = frozenset("*?[")
 
@@ -140,15 +145,22 @@ class _Walk:
         self.left = budget_bytes
         self.into = into
         self.seen = 0
+        self.unlisted = 0  # refusals past MAX_REFUSED
         self.out = Collected()
 
     def refuse(self, path: tuple[str, ...], reason: str) -> None:
-        self.out.refused.append(Refused("/".join(path), reason))
+        if len(self.out.refused) >= MAX_REFUSED:
+            self.unlisted += 1
+            return
+        shown = "/".join(path)
+        if len(shown) > MAX_PATH_CHARS:
+            shown = shown[:MAX_PATH_CHARS - 1] + "…"
+        self.out.refused.append(Refused(shown, reason))
 
     def directory(self, fd: int, rel: tuple[str, ...]) -> bool:
         """Walk one open directory; False once the entry bound is reached."""
-        with os.scandir(fd) as listing:
-            entries = sorted(listing, key=lambda entry: entry.name)
+        with os.scandir(fd) as listing:  # at most what the bound still allows, then sorted
+            entries = sorted(itertools.islice(listing, MAX_ENTRIES - self.seen + 1), key=lambda entry: entry.name)
         for entry in entries:
             self.seen += 1
             if self.seen > MAX_ENTRIES:
@@ -170,7 +182,9 @@ class _Walk:
             if stat.S_ISDIR(mode):
                 if matched and path in self.literal:
                     self.refuse(path, _kind(mode))
-                if below and not self.subdirectory(fd, entry.name, path):
+                if below and len(path) > MAX_DEPTH:
+                    self.refuse(path, f"nested deeper than {MAX_DEPTH} directories; not looked into")
+                elif below and not self.subdirectory(fd, entry.name, path):
                     return False
             elif matched:
                 self.file(fd, entry.name, path, mode)
@@ -195,6 +209,12 @@ class _Walk:
     def file(self, parent: int, name: str, path: tuple[str, ...], mode: int) -> None:
         if (reason := _kind(mode)) is not None:
             self.refuse(path, reason)  # never opened: opening a device or a fifo may act on it
+            return
+        if len(self.out.kept) >= MAX_KEPT:
+            self.refuse(path, f"more than {MAX_KEPT} files matched; only the first were kept")
+            return
+        if len("/".join(path)) > MAX_PATH_CHARS:
+            self.refuse(path, f"a path longer than {MAX_PATH_CHARS} characters")
             return
         try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
@@ -297,6 +317,9 @@ def collect(root: Path | str, patterns: list[str], *, max_file_bytes: int, budge
             walk.directory(fd, ())
         finally:
             os.close(fd)
+    if walk.unlisted:
+        walk.out.refused.append(Refused(".", f"{walk.unlisted} more matches were refused; the first "
+                                             f"{MAX_REFUSED} are listed"))
     walk.out.refused[:0] = out_refused
     walk.out.kept.sort(key=lambda kept: kept.path)
     return walk.out

@@ -219,3 +219,28 @@ steps:
                  {"path": "report/a.pdf", "size": 3, "sha256": hashlib.sha256(b"pdf").hexdigest(), "attempt": 1}],
         "refused": [{"path": "link.json", "reason": "a symbolic link, never followed", "attempt": 1}]}
     assert steps["nothing"]["artifacts"] == {"kept": [], "refused": []}
+
+
+def test_the_kept_files_the_refusals_the_depth_and_the_path_length_are_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(artifacts, "MAX_KEPT", 3)
+    monkeypatch.setattr(artifacts, "MAX_REFUSED", 2)
+    monkeypatch.setattr(artifacts, "MAX_DEPTH", 2)
+    for n in range(5):
+        write(tmp_path, f"f{n}.txt")
+    for n in range(4):
+        (tmp_path / f"l{n}.txt").symlink_to(tmp_path / "f0.txt")
+    write(tmp_path, "a/b/c/deep.txt")
+    result = collect(tmp_path, ["*.txt", "**/deep.txt"], max_file_bytes=MiB, budget_bytes=MiB)
+    assert [k.path for k in result.kept] == ["f0.txt", "f1.txt", "f2.txt"]
+    assert [r.path for r in result.refused] == ["a/b/c", "f3.txt", "."]
+    assert result.refused[0].reason == "nested deeper than 2 directories; not looked into"
+    assert result.refused[-1].reason == "5 more matches were refused; the first 2 are listed"
+
+
+def test_a_path_longer_than_the_bound_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(artifacts, "MAX_PATH_CHARS", 20)
+    write(tmp_path, "short.txt")
+    write(tmp_path, "d" * 15 + "/long-name.txt")
+    result = collect(tmp_path, ["**/*.txt"], max_file_bytes=MiB, budget_bytes=MiB)
+    assert kept(result) == [("short.txt", 1)]
+    assert result.refused == [artifacts.Refused("d" * 15 + "/lon…", "a path longer than 20 characters")]
