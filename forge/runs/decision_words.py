@@ -35,7 +35,7 @@ def approval_words(approval) -> str:
 
 def flash_words(decision: str, approval) -> str:
     """What the person who chose `decision` reads next, from the row as the service returned it."""
-    where = f"{approval.step} in run {approval.run_id}"
+    where = f"{approval.step or 'the start'} in run {approval.run_id}"  # a held start names no step
     if approval.status == EXPIRED:
         return f"Too late: {where} timed out before your decision, so nothing was decided."
     done = f"{YOU_DID.get(decision, f'You chose {decision} for')} {where}."

@@ -11,6 +11,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
 from django.core.management import call_command
+from django.urls import reverse
 
 from forge.audit.models import AuditEvent
 from forge.console.inbox import inbox_for_user
@@ -165,3 +166,22 @@ def test_the_cli_rejects_a_held_start(add_schedule, report, operator, approver):
     assert forge("--user", "april", "reject", str(run.pk))[0] == 0
     run.refresh_from_db()
     assert (run.status, run.error_code) == ("cancelled", "start_rejected")
+
+
+def test_the_console_pages_show_the_hold_and_an_approver_approves_from_the_inbox(
+        client, add_schedule, report, operator, approver):
+    schedule, run, approval = held_run(add_schedule, report)
+    client.force_login(approver)
+    inbox = client.get(reverse("console:approvals")).content.decode()
+    assert 'data-kind="start"' in inbox and f"schedule #{schedule.pk}</a>" in inbox
+    assert "<code>*/10 * * * *</code> in UTC" in inbox and "olive" in inbox
+    sentence = f"waiting for approval to start (schedule #{schedule.pk})"
+    assert sentence in client.get(reverse("console:runs")).content.decode()
+    page = client.get(reverse("console:run", args=[run.pk])).content.decode()
+    assert sentence in page and "Scheduled run&#x27;s start: no step runs until it is approved" in page
+    said = client.post(reverse("console:decide", args=[approval.pk]), {"decision": "approve", "comment": ""},
+                       follow=True).content.decode()
+    assert f"You approved the start in run {run.pk}." in said
+    run.refresh_from_db()
+    assert run.status == "completed"
+    assert 'data-kind="start"' not in client.get(reverse("console:approvals")).content.decode()
