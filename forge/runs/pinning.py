@@ -30,7 +30,7 @@ from typing import Any
 
 from engine.workflow import Workflow
 from forge.governance.context import configuration
-from forge.governance.models import Agent, Gateway, model_price
+from forge.governance.models import Agent, model_price
 
 
 def step_agents(workflow: Workflow) -> set[str]:
@@ -50,9 +50,6 @@ def pin_of(agent: Agent) -> dict[str, Any]:
     """One agent's pin: plain JSON, read from its row now."""
     config = agent.config if isinstance(agent.config, dict) else {}
     gateways = [route.gateway.name for route in agent.routes.all()]  # ordered by position (AgentGateway.Meta)
-    legacy = getattr(agent, "gateway", None)  # the single gateway an agent named before it could name several
-    if not gateways and legacy is not None:
-        gateways = [legacy.name]
     prices = model_price(config) if agent.provider == "openai" else None
     return {"provider": agent.provider, "config": config, "gateways": gateways,
             "prices": list(prices) if prices else None,
@@ -67,19 +64,14 @@ def pins(names: Iterable[str], inherited: dict | None = None) -> dict[str, Any]:
     missing = sorted(set(names) - set(kept))
     if missing:
         rows = Agent.objects.filter(name__in=missing).prefetch_related("routes__gateway")
-        if _has_legacy_gateway():
-            rows = rows.select_related("gateway")
         kept.update({agent.name: pin_of(agent) for agent in rows})
     return {"agents": kept}
 
 
-def _has_legacy_gateway() -> bool:
-    return any(field.name == "gateway" for field in Agent._meta.concrete_fields)
-
-
 class PinnedAgent:
-    """An agent as one run calls it: the pinned provider, config, gateways and prices, and every other field
-    (the governance settings) read from the live Agent row, which is None once the agent is deleted.
+    """An agent as one run calls it: the pinned provider, config, gateway names (in order; each gateway's own
+    row is read live by forge.governance.context) and prices, and every other field (the governance settings)
+    read from the live Agent row, which is None once the agent is deleted.
 
     `config` carries the pinned prices as `price_per_million`, so whatever prices a call from the config
     (forge.governance.models.model_price: the executor's cost, a budget's projected cost) uses the prices
@@ -101,18 +93,6 @@ class PinnedAgent:
         if self.prices is None:
             return self.pinned_config
         return {**self.pinned_config, "price_per_million": list(self.prices)}
-
-    def gateway_rows(self) -> list[Gateway]:
-        """The pinned gateways' rows (live: url, health, capabilities), in the pinned order; a gateway deleted
-        since the run started is left out."""
-        rows = {g.name: g for g in Gateway.objects.filter(name__in=self.gateways)}
-        return [rows[name] for name in self.gateways if name in rows]
-
-    @property
-    def gateway(self) -> Gateway | None:
-        """The first pinned gateway, for the executors that send to one."""
-        rows = self.gateway_rows()
-        return rows[0] if rows else None
 
     def __getattr__(self, attr: str):
         # Only reached for what the pin does not hold: the governance settings, read live.
