@@ -41,7 +41,8 @@ VALID = {
     "forge_workflows.steplibraryentry": lambda workflow: {**LIBRARY_ENTRY.add, "name": "walked"},
     "forge_schedules.schedule": lambda workflow: {"workflow": str(workflow.pk), "cron": "0 3 * * *",
                                                   "timezone": "UTC", "args": "{}", "overlap": "skip",
-                                                  "enabled": "on"},
+                                                  "enabled": "on", "require_approval": "on",
+                                                  "approvers": "Approvers"},
 }
 GENERIC = ["o", "p", "all", "e", "_to_field", "_popup"]  # every change list's own parameters
 OWN_FORMS = {"forge_schedules.killswitch": {"engaged": "on", "reason": "walked"}}  # a change list of its own
