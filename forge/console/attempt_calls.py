@@ -32,6 +32,11 @@ class Contact:
         return OUTCOMES.get(self.outcome, self.outcome)
 
     @property
+    def note(self) -> str:
+        """Its reason, unless it only repeats the outcome ("answered: answered")."""
+        return "" if self.reason.strip().lower() in (self.outcome, self.says) else self.reason
+
+    @property
     def failed(self) -> bool:
         return self.outcome in ("unreachable", "cancel_failed")
 
@@ -52,6 +57,12 @@ class AttemptCall:
     tokens: int = 0
     cost: float = 0.0
     finished: int = 0  # results received (a loop step has one a call)
+
+    @property
+    def taken_by(self) -> str:
+        """The gateway that answered the attempt or accepted it (202): after a failover, not the one routed to."""
+        took = [c.gateway for c in self.contacts if c.outcome in ("answered", "accepted")]
+        return took[-1] if took else ""
 
     @property
     def model(self) -> str:

@@ -109,7 +109,7 @@ def test_the_step_panel_dashboard_and_spend_page_show_gateways_models_and_tokens
     olive.click("[data-open-step=prepare]")
     olive.wait_for_selector(".step-panel[data-step=prepare] ol.attempt-calls")
     attempt = olive.inner_text("li[data-attempt-call='1']")
-    assert "went to gateway gw-east: the first healthy gateway covering summarize" in attempt
+    assert "taken by gateway gw-west" in attempt and "Routing: the first healthy gateway covering summarize" in attempt
     assert "gw-east could not be reached" in attempt and "gw-west answered" in attempt
     assert "model small-model-2025-06 · 12,480 input + 2,210 output = 14,690 tokens · cost 0.003198" in attempt
     assert "gw-east → gw-west" in olive.inner_text("dl.pinned")

@@ -4,6 +4,7 @@ of its agent as the run pinned it, with the step's agent_config; and the files i
 digest, attempt, a download link) and the matches refused. A run recorded before any of these still opens."""
 
 import re
+from html import unescape
 
 import pytest
 from django.urls import reverse
@@ -13,6 +14,7 @@ from forge.governance.models import Agent
 from forge.runs import services
 from forge.runs.models import Artifact, Run, RunEvent
 from tests.forge.conftest import fast_forward
+from tests.forge.runtime.test_gateway_routing import gateways, register, start  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +33,7 @@ DIGEST = "ab12cd34ef56" + "0" * 52
 
 
 def text(html: str) -> str:
-    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
 
 
 def panel(client, run, step="draft") -> str:
@@ -69,13 +71,13 @@ def test_each_attempt_says_which_gateway_took_it_why_and_what_it_spent(client, r
     html = panel(client, run)
     first = re.search(r'<li data-attempt-call="1">.*?</li>\s*</ul>.*?</li>', html, re.S).group(0)
     said = text(first)
-    assert "Attempt 1 went to gateway gw-east : the first healthy gateway covering gpu (in order: gw-east, gw-west)" \
-        in said
+    assert "Attempt 1 taken by gateway gw-west Routing: the first healthy gateway covering gpu (covering, in the " \
+           "order tried: gw-east, gw-west)" in said
     assert "gw-east could not be reached: connection refused" in said and "gw-west answered" in said
     assert re.search(r'<li data-outcome="unreachable" class="error">', first)
     assert "model big-model-2025 · 12,000 input + 3,300 output = 15,300 tokens · cost 0.0042" in said
     second = text(re.search(r'<li data-attempt-call="2">.*?</li>', html, re.S).group(0))
-    assert "Attempt 2 found no gateway to take it: every gateway covering gpu is unhealthy" in second
+    assert "Attempt 2 took no gateway Routing: every gateway covering gpu is unhealthy" in second
     assert "model" not in second  # no result: nothing spent to show
 
 
@@ -158,3 +160,26 @@ def test_hostile_event_data_still_renders(client, run, operator):
     client.force_login(operator)
     html = panel(client, run)
     assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_an_attempt_a_gateway_failed_over_says_which_took_it_and_what_it_spent(
+        client, operator, save_workflow, gateways, django_capture_on_commit_callbacks):
+    """Through real gateways on 127.0.0.1: the first refuses the connection, the second answers with its model and
+    token split; the panel reads what the runtime recorded."""
+    east, west = gateways
+    west.reply = lambda body: (200, {"ok": True, "outputs": {"done": True}, "model": "gpu-model-7",
+                                     "input_tokens": 1200, "output_tokens": 345})
+    register(east, west)
+    east.down()
+    run = start(operator, save_workflow, django_capture_on_commit_callbacks)
+    assert run.status == "completed"
+    client.force_login(operator)
+    said = text(re.search(r'<li data-attempt-call="1">.*?</li>\s*</ul>.*?</li>', panel(client, run, "work"),
+                          re.S).group(0))
+    assert said.startswith("Attempt 1 taken by gateway west Routing: gateway 'east' is the agent's first healthy "
+                           "gateway with the capabilities 'gpu' (covering, in the order tried: east, west)"), said
+    assert f"east could not be reached: could not connect to 127.0.0.1:{east.port}" in said
+    assert "west answered model gpu-model-7" in said  # an outcome's reason that only repeats it is not said twice
+    assert "model gpu-model-7 · 1,200 input + 345 output = 1,545 tokens" in said
+    pinned = text(re.search(r'<dl class="pinned".*?</dl>', panel(client, run, "work"), re.S).group(0))
+    assert "Agent routed (http)" in pinned and "Gateways east → west" in pinned
