@@ -342,9 +342,9 @@ class Command(BaseCommand):
         run = self._run(options["run"])
         approval = Approval.objects.filter(run=run, step=options["step"], status=Approval.PENDING).first()
         if approval is None:
-            what = f"step {options['step']!r} of run {run.pk} has" if options["step"] else \
-                f"run {run.pk} is not held before its start (name the step whose approval you decide); it has"
-            self.stderr.write(f"forge: {what} no pending approval")
+            self.stderr.write(f"forge: step {options['step']!r} of run {run.pk} has no pending approval"
+                              if options["step"] else f"forge: run {run.pk} is not held before its start: name "
+                                                      f"the step whose approval you decide")
             return EXIT_INVALID
         services.approval_decide(user=self.user, approval=approval, decision=decision, comment=options["comment"])
         self.stdout.write(f"run {run.pk} / {approval.step or 'start'}: {decision}")
