@@ -35,6 +35,25 @@ def env_float(name: str, default: float, *, minimum: float | None = None) -> flo
     return _number(name, default, float, "a number", minimum)
 
 
+def env_seconds_list(name: str, default: tuple[float, ...]) -> tuple[float, ...]:
+    """Comma-separated waits in seconds, each a finite number from 0 to a day; empty: none."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    waits = []
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        try:
+            value = float(item)
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}={raw!r}: {item!r} is not a number of seconds") from None
+        if not 0 <= value <= 86400:  # NaN and infinities fail too
+            raise ImproperlyConfigured(f"{name}={raw!r}: {item!r} is not between 0 and 86400 seconds")
+        waits.append(value)
+    return tuple(waits)
+
+
 def _number(name: str, default, parse, kind: str, minimum):
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":

@@ -13,7 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from engine.executors.egress import allow_list as egress_allow_list
 from engine.executors.sandbox import sandbox_from_environ
-from forge.env import env_bool, env_float, env_int, env_list, env_secret, env_str
+from forge.env import env_bool, env_float, env_int, env_list, env_seconds_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("FORGE_DATA_DIR") or BASE_DIR / "var")
@@ -195,7 +195,7 @@ FORGE_RUN_TIMEOUT_MAX_S = env_int("FORGE_RUN_TIMEOUT_MAX_S", 7 * 24 * 3600, mini
 # dispatch that cannot connect to any covering gateway is tried again after each of FORGE_GATEWAY_RETRY_S.
 FORGE_GATEWAY_PROBE_S = env_float("FORGE_GATEWAY_PROBE_S", 30.0, minimum=0.05)
 FORGE_GATEWAY_PROBE_TIMEOUT_S = env_float("FORGE_GATEWAY_PROBE_TIMEOUT_S", 5.0, minimum=0.05)
-FORGE_GATEWAY_RETRY_S = tuple(float(s) for s in env_list("FORGE_GATEWAY_RETRY_S", ("1", "4", "16")))
+FORGE_GATEWAY_RETRY_S = env_seconds_list("FORGE_GATEWAY_RETRY_S", (1.0, 4.0, 16.0))
 # Where shell steps run (FORGE_SHELL_SANDBOX, FORGE_SHELL_UIDS); each agent adds its network and limits.
 # Shell agents whose steps may use the worker's network (`network: true` in their config): the operator's grant,
 # since such a step reaches what the worker reaches; an Admin cannot give it in the admin.

@@ -13,10 +13,12 @@ from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 from django_q.brokers import get_broker
 
 from forge.audit.models import AuditEvent
+from forge.env import env_seconds_list
 from forge.governance.models import Agent, AgentGateway, Gateway, Policy
 from forge.runs import services
 from forge.runs.models import Run, RunEvent, RunInput, StepResult
@@ -432,3 +434,17 @@ class TestTheRuntimesClock:
         checked = probed.checked_at
         clock.tick(get_broker())  # no interval has passed, no retry is due: nothing probed or queued
         assert gateway("east").checked_at == checked and len(contacts(run)) == 4
+
+
+class TestRetrySetting:
+    @pytest.mark.parametrize("raw, waits", [("1,4,16", (1.0, 4.0, 16.0)), (" 0.5 , 2 ", (0.5, 2.0)), ("", ()),
+                                            ("0", (0.0,)), ("86400", (86400.0,))])
+    def test_valid_waits_are_read(self, monkeypatch, raw, waits):
+        monkeypatch.setenv("FORGE_GATEWAY_RETRY_S", raw)
+        assert env_seconds_list("FORGE_GATEWAY_RETRY_S", (9.0,)) == waits
+
+    @pytest.mark.parametrize("raw", ["1,x", "-1", "nan", "inf", "86401", "1e400"])
+    def test_a_bad_wait_is_refused_with_its_name(self, monkeypatch, raw):
+        monkeypatch.setenv("FORGE_GATEWAY_RETRY_S", raw)
+        with pytest.raises(ImproperlyConfigured, match="FORGE_GATEWAY_RETRY_S"):
+            env_seconds_list("FORGE_GATEWAY_RETRY_S", ())
