@@ -18,7 +18,8 @@ from forge.console.inbox import inbox_for_user
 from forge.console.run_view import held_words, run_view
 from forge.runs import services as runs
 from forge.runs.models import Approval, Run, RunInput, StepResult
-from forge.runs.selectors import is_paused
+from forge.runs.selectors import is_paused, run_report
+from forge.runtime import bridge
 from forge.schedules import services
 from forge.schedules.firing import fire_due_schedules
 from forge.schedules.models import Schedule
@@ -185,3 +186,15 @@ def test_the_console_pages_show_the_hold_and_an_approver_approves_from_the_inbox
     run.refresh_from_db()
     assert run.status == "completed"
     assert 'data-kind="start"' not in client.get(reverse("console:approvals")).content.decode()
+
+
+def test_a_worker_that_rebuilds_the_held_run_from_its_checkpoint_and_log_finds_it_held(
+        add_schedule, report, operator, approver):
+    _, run, approval = held_run(add_schedule, report)
+    bridge.forget(run.pk)  # as after a crash: the next round restores the run from the database
+    replica = bridge.replica(run)
+    assert [a["kind"] for a in replica.pending_approvals] == ["start"]
+    assert run_report(run)["status"] == "paused"
+    runs.approval_decide(user=approver, approval=approval, decision="approve")
+    run.refresh_from_db()
+    assert run.status == "completed"
