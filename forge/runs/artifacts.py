@@ -61,6 +61,20 @@ def artifacts_of(run: Run, step: str):
     return Artifact.objects.filter(run=run, step=step).order_by("attempt", "iteration", "path")
 
 
+def listing(run: Run) -> dict[str, dict[str, list]]:
+    """What the run's steps kept and had refused, as the local runner's report lists them (engine.artifacts.Listing):
+    step -> {"kept": [{path, size, sha256, attempt}], "refused": [{path, reason, attempt}]}."""
+    steps: dict[str, dict[str, list]] = {}
+    for a in Artifact.objects.filter(run=run).order_by("step", "attempt", "iteration", "path"):
+        steps.setdefault(a.step, {"kept": [], "refused": []})["kept"].append(
+            {"path": a.path, "size": a.size, "sha256": a.sha256, "attempt": a.attempt})
+    for step, data in RunEvent.objects.filter(run=run, kind=REFUSED).order_by("id").values_list("step", "data"):
+        if isinstance(data, dict):
+            steps.setdefault(step, {"kept": [], "refused": []})["refused"].append(
+                {"path": data.get("path"), "reason": data.get("reason"), "attempt": data.get("attempt")})
+    return steps
+
+
 def _used(run_id: int, step: str, attempt: int, iteration: int) -> int:
     """The bytes the run keeps already, this attempt's own (which it replaces) left out."""
     others = Artifact.objects.filter(run_id=run_id).exclude(step=step, attempt=attempt, iteration=iteration)

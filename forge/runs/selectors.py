@@ -10,6 +10,7 @@ from django.conf import settings
 from engine.interpreter.state import RunStatus, StepStatus
 from engine.report import RunOutcome, report
 from forge.accounts.roles import can, may_approve, may_reply_as_member
+from forge.runs import artifacts
 from forge.runs.models import Approval, Run, RunInput, StepResult
 from forge.runtime import bridge
 
@@ -29,7 +30,8 @@ def run_report(run: Run) -> dict[str, Any]:
     run.refresh_from_db()
     interpreter = bridge.replica(run)
     paused = is_paused(run)
-    return report(RunOutcome(interpreter.workflow, interpreter.state, paused, interpreter.state.now))
+    return report(RunOutcome(interpreter.workflow, interpreter.state, paused, interpreter.state.now,
+                             artifacts=artifacts.listing(run)))
 
 
 def step_iterations(run: Run, step: str) -> list[dict[str, Any]]:
