@@ -23,6 +23,7 @@ from django.utils import timezone
 from forge.governance.models import Gateway
 
 MAX_ERROR = 300  # Gateway.last_error's length
+MEASURED = ("healthy", "checked_at", "last_error", "failures")  # what only this module writes
 
 
 def unhealthy_after_dispatch_failures() -> int:

@@ -19,6 +19,7 @@ from django.db.models import ProtectedError
 
 from engine.secrets import redact_secrets
 from forge.audit.services import audit
+from forge.governance import health
 from forge.governance.models import Agent, AgentGateway, BudgetEnvelope, Gateway, Policy
 from forge.workflows.models import StepLibraryEntry
 
@@ -88,6 +89,9 @@ def config_save(*, user, instance: models.Model) -> models.Model:
         stored = type(instance).objects.select_for_update().filter(pk=instance.pk).first()
         if stored is None:
             raise ValidationError(f"{_target(noun, instance)} was deleted meanwhile; nothing was saved")
+        if isinstance(instance, Gateway):  # measured, not edited: a probe since the form was read is kept
+            for name in health.MEASURED:
+                setattr(instance, name, getattr(stored, name))
         before, after = _fields(stored), _fields(instance)
         instance.save()
         changed = sorted(name for name in after if before.get(name) != after[name])

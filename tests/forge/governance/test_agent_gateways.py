@@ -53,3 +53,18 @@ def test_a_gateway_named_twice_is_refused_and_nothing_changes(world):
     with pytest.raises(ValidationError, match="once"):
         agent_gateways_set(user=None, agent=agent, gateways=[a, a])
     assert names(agent) == ["b"]
+
+
+def test_saving_a_gateway_keeps_the_health_measured_meanwhile(world):
+    from forge.governance import health
+    from forge.governance.services import config_save
+    _, (a, _, _) = world
+    form = Gateway.objects.get(pk=a.pk)  # what the admin's form read
+    health.failed(a.pk, "could not connect to a.example.com:443: Connection refused", probed=True)
+    form.url = "https://a2.example.com/"
+    config_save(user=staff("adele", "Admins"), instance=form)
+    saved = Gateway.objects.get(pk=a.pk)
+    assert (saved.url, saved.healthy, saved.failures) == ("https://a2.example.com/", False, 1)
+    assert "Connection refused" in saved.last_error
+    (event,) = AuditEvent.objects.filter(code="forge.gateway.changed")
+    assert set(event.detail["after"]) == {"url"}
