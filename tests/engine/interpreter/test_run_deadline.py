@@ -13,6 +13,7 @@ from engine.interpreter import (
 from engine.interpreter.restart import restart_state
 from engine.report import report
 from engine.runner import LocalRunner
+from engine.validation import validate_source
 
 from tests.engine.interpreter.support import Driver, checkpoint, compile_yaml, dispatched, of, run_fast
 
@@ -170,3 +171,11 @@ def test_in_real_time_a_run_that_only_a_person_can_continue_is_paused_not_held_u
     started = time.monotonic()
     outcome = LocalRunner(compile_yaml("name: ask\ntimeout: 7d\nsteps:\n  - {id: ask, approval: required}\n")).run()
     assert outcome.status == "paused" and time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize("written", ["true", "-1", "0", "1e309", ".nan", "[1]", "'1w'", "'8d'", "'0d'", "604801",
+                                     "'99999999999999999999d'", "'1 h 2 m'"])
+def test_a_timeout_that_is_no_duration_of_at_most_7_days_is_bad_type_at_its_line(written):
+    report = validate_source(f"name: t\ntimeout: {written}\nsteps:\n  - {{id: a, agent: mock, command: x}}\n")
+    assert [(p.code, p.line, p.step) for p in report.problems] == [("bad_type", 2, None)]
+    assert "7 days" in report.problems[0].message and report.workflow is None
