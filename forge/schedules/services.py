@@ -129,8 +129,8 @@ def schedule_add(*, user, workflow: Workflow | str, cron: str, timezone: str = "
     with transaction.atomic():
         schedule = Schedule.objects.create(
             workflow=workflow, cron=cron.strip(), timezone=timezone, args=kept, overlap=overlap, enabled=enabled,
-            require_approval=bool(require_approval), approvers=groups, owner=user, next_fire_at=next_fire(cron, timezone, now) if enabled else None, created_at=now,
-            updated_at=now)
+            require_approval=bool(require_approval), approvers=groups, owner=user,
+            next_fire_at=next_fire(cron, timezone, now) if enabled else None, created_at=now, updated_at=now)
         audit("forge.schedule.added", user=user, target=_target(schedule),
               detail={**_settings(schedule), "next_fire_at": _iso(schedule.next_fire_at)})
     return schedule
