@@ -20,7 +20,6 @@ from forge.runs import services as runs
 from forge.runs.models import Approval, Run, RunInput, StepResult
 from forge.runs.selectors import is_paused, run_report
 from forge.runtime import bridge
-from forge.schedules import services
 from forge.schedules.firing import fire_due_schedules
 from forge.schedules.models import Schedule
 from tests.forge.conftest import member
