@@ -87,6 +87,10 @@ def keep(*, run_id: int, step: str, attempt: int, iteration: int, fence: int, pa
     a file: what cannot be kept is an `artifact_refused` event."""
     if not patterns or not os.path.isdir(workdir):
         return []
+    if os.path.islink(workdir):  # a step without its sandbox swapped its run's directory for a link: not followed
+        _record(run_id, step, attempt, iteration, fence, [], [Refused(".", "the run's directory is a symbolic link, "
+                                                                           "never followed")])
+        return []
     root = Path(settings.FORGE_ARTIFACTS_DIR)
     try:
         (root / _INCOMING).mkdir(parents=True, exist_ok=True)

@@ -151,3 +151,20 @@ def test_keeping_an_attempt_again_leaves_one_set_and_a_stale_worker_keeps_nothin
     # A worker whose attempt was taken over (an older fence) writes nothing.
     assert artifacts.keep(fence=row.fence - 1, **{**keep, "patterns": ["again.txt"]}) == []
     assert list(Artifact.objects.filter(run=run, step="read").values_list("path", flat=True)) == ["later.txt"]
+
+
+def test_a_run_directory_swapped_for_a_link_is_not_followed(operator, save_workflow, stores, tmp_path):
+    run = services.run_start(user=operator, version=save_workflow(KEEPS))
+    run.refresh_from_db()
+    row = StepResult.objects.get(run=run, step="read")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "secret.txt").write_text("not the run's")
+    swapped = tmp_path / "swapped"
+    swapped.symlink_to(elsewhere, target_is_directory=True)
+
+    kept = artifacts.keep(run_id=run.pk, step="read", attempt=row.attempt, iteration=row.iteration, fence=row.fence,
+                          patterns=["*.txt"], workdir=str(swapped))
+
+    assert kept == [] and not Artifact.objects.filter(run=run, step="read").exists()
+    assert "symbolic link" in refusals(run, "read")["."]

@@ -7,11 +7,14 @@ Transactional database: runs advance on commit, and their shell, http and openai
 
 from __future__ import annotations
 
+from unittest import mock
+
 import pytest
 
 from forge.governance.models import Agent, AgentGateway, Gateway, TokenEvent
 from forge.runs import services
 from forge.runs.models import Run, RunEvent
+from forge.runtime.execution import execute_step
 from tests.forge.api.conftest import serving
 from tests.forge.conftest import steps_of
 
@@ -68,6 +71,22 @@ def test_a_config_changed_mid_run_applies_to_new_runs_and_the_running_run_and_it
     restarted.refresh_from_db()
     assert (restarted.status, steps_of(restarted)["show"].stdout) == ("completed", "blue")
     assert restarted.pinned == first.pinned
+
+
+def test_an_attempt_claimed_after_the_change_runs_as_its_run_started(operator, save_workflow):
+    # The worker takes the queued attempt only after the admin's save (a busy queue, a redelivered task, a
+    # resumed run): it still runs with the run's pin.
+    Agent.objects.create(name="deployer", provider="shell", config={"env": {"TARGET": "blue"}})
+    with mock.patch("forge.runtime.queue.enqueue_execution") as enqueue:
+        run = services.run_start(user=operator, version=save_workflow(SHOWN.replace(
+            "  - id: sign_off\n    approval: required\n", "  - {id: sign_off, agent: mock, command: ok}\n")))
+    assert steps_of(run)["show"].status == "running"
+
+    change("deployer", config={"env": {"TARGET": "green"}})
+    execute_step(*enqueue.call_args.args)
+
+    run.refresh_from_db()
+    assert (run.status, steps_of(run)["show"].stdout) == ("completed", "blue")
 
 
 def test_the_pin_holds_the_provider_config_gateways_in_order_prices_and_overridable_keys(operator, save_workflow):
