@@ -88,22 +88,39 @@ def execute(claim, cancel: threading.Event, watch=None) -> StepResult | Retry:
             contacts.append(contact(claim.attempt, claim.iteration, name, "unreachable", reason))
             refused.append(reason)
             continue
+        try:
+            agents.executor_for(claim.agent, watch, gateway)
+        except agents.AgentMisconfigured as exc:  # nothing is sent: the agent's fault, not the gateway's
+            log_contacts(claim.run_id, claim.step, contacts)
+            return StepResult.failure(str(exc))
         result = agents.execute(claim.agent, claim.request, cancel, watch, gateway=gateway)
-        if result.error_code == UNREACHABLE and not cancel.is_set():
+        if cancel.is_set() or result.error_code == "cancelled":
+            log_contacts(claim.run_id, claim.step, contacts)  # cancelled, or the cluster stops: nothing measured
+            return result
+        if result.error_code == UNREACHABLE:
             health.failed(gateway.pk, result.error or "could not connect")
             contacts.append(contact(claim.attempt, claim.iteration, name, "unreachable", result.error or ""))
             refused.append(result.error or f"could not connect to {name!r}")
             continue
         if result.error_code not in _UNMEASURED:
             health.reached(gateway.pk)
-        outcome = "accepted" if result.deferred else "answered"
-        said = ("took the attempt (202) and will call back" if result.deferred
-                else "answered" + (f": {result.error_code}" if not result.ok else ""))
+        if result.error_code == "timeout":
+            outcome, said = "unreachable", f"no answer within the step's timeout: {result.error}"
+        elif result.deferred:
+            outcome, said = "accepted", "took the attempt (202) and will call back"
+        else:
+            outcome, said = "answered", "answered" + (f" ({result.error_code})" if not result.ok else "")
         contacts.append(contact(claim.attempt, claim.iteration, name, outcome, said))
         if route.get("gateway") != name:
             _keep_route(claim, {**route, "gateway": name})
         log_contacts(claim.run_id, claim.step, contacts)
         return result
+    return _after_refusals(claim, names, tries, contacts, refused)
+
+
+def _after_refusals(claim, names: list[str], tries: int, contacts: list[dict], refused: list[str]) -> StepResult | Retry:
+    """Every gateway of the route refused: a retry on the clock while FORGE_GATEWAY_RETRY_S has one left, then the
+    attempt's failure."""
     delays = settings.FORGE_GATEWAY_RETRY_S
     if tries < len(delays):
         due = timezone.now() + timedelta(seconds=delays[tries])

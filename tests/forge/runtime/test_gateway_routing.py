@@ -194,6 +194,19 @@ class TestFailover:
         assert route_of(run)["gateway"] == "west" and "'east' (lacks 'gpu')" in route_of(run)["reason"]
 
 
+    def test_an_agent_that_cannot_authenticate_sends_nothing_and_blames_no_gateway(
+            self, operator, save_workflow, gateways, django_capture_on_commit_callbacks):
+        east, west = gateways
+        agent = register(east, west)
+        agent.config = {"token_env": "HOME"}  # saved without validation: no agent secret's name
+        agent.save()
+        run = start(operator, save_workflow, django_capture_on_commit_callbacks)
+        assert (run.status, work(run).error_code) == ("failed", "agent_error")
+        assert "token_env" in work(run).error
+        assert east.seen == west.seen == [] and contacts(run) == []
+        assert [(g.healthy, g.failures) for g in Gateway.objects.all()] == [(True, 0), (True, 0)]
+
+
 class TestMeasuredHealth:
     def test_the_probe_marks_a_gateway_unhealthy_and_healthy_again_and_dispatches_follow(
             self, operator, save_workflow, gateways, django_capture_on_commit_callbacks):
