@@ -175,6 +175,8 @@ def test_the_console_pages_show_the_hold_and_an_approver_approves_from_the_inbox
     inbox = client.get(reverse("console:approvals")).content.decode()
     assert 'data-kind="start"' in inbox and f"schedule #{schedule.pk}</a>" in inbox
     assert "<code>*/10 * * * *</code> in UTC" in inbox and "olive" in inbox
+    listed = client.get(reverse("console:workflow", args=["nightly_report"])).content.decode()
+    assert f"schedule #{schedule.pk}: <code>" in listed and "each run waits for approval by Approvers" in listed
     sentence = f"waiting for approval to start (schedule #{schedule.pk})"
     assert sentence in client.get(reverse("console:runs")).content.decode()
     page = client.get(reverse("console:run", args=[run.pk])).content.decode()
