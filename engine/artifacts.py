@@ -103,11 +103,27 @@ def _segments(pattern: str) -> tuple[str, ...]:
 
 
 def _matches(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
-    if not pattern:
-        return not path
-    if pattern[0] == "**":
-        return any(_matches(pattern[1:], path[i:]) for i in range(len(path) + 1))
-    return bool(path) and fnmatchcase(path[0], pattern[0]) and _matches(pattern[1:], path[1:])
+    # The pattern positions reachable segment by segment: trying each way to split the path between `**`s was
+    # exponential in their number, and a glob of many `**` over a deep directory held the worker for ever.
+    reached = _past_double_stars(pattern, {0})
+    for name in path:
+        reached = _past_double_stars(pattern, {i if pattern[i] == "**" else i + 1 for i in reached
+                                               if i < len(pattern) and (pattern[i] == "**"
+                                                                        or fnmatchcase(name, pattern[i]))})
+        if not reached:
+            return False
+    return len(pattern) in reached
+
+
+def _past_double_stars(pattern: tuple[str, ...], reached: set[int]) -> set[int]:
+    """`reached` and the positions after any `**` in it (a `**` matches no segment too)."""
+    out, todo = set(reached), list(reached)
+    while todo:
+        i = todo.pop()
+        if i < len(pattern) and pattern[i] == "**" and i + 1 not in out:
+            out.add(i + 1)
+            todo.append(i + 1)
+    return out
 
 
 def _reaches_below(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:

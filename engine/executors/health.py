@@ -8,7 +8,9 @@ a query may carry credentials.
 from __future__ import annotations
 
 import http.client
+import socket
 import ssl
+import threading
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -21,7 +23,7 @@ def check_health(url: str, *, timeout_s: float, egress_allow: Iterable[str] = ()
 
     Args:
         url: the gateway's health URL (absolute http or https).
-        timeout_s: the bound on connecting, and on each read after it.
+        timeout_s: the bound on the whole check (a gateway dripping its answer a byte at a time is cut off).
         egress_allow: "host:port" entries that may be reached although non-public (`egress.allow_list`).
 
     Returns:
@@ -41,6 +43,10 @@ def check_health(url: str, *, timeout_s: float, egress_allow: Iterable[str] = ()
         return f"could not resolve {where(url)}: {exc.strerror or exc}"
     kind = _PinnedHTTPS if parts.scheme == "https" else _PinnedHTTP
     connection = kind(parts.hostname, _port(url), destinations, timeout=timeout_s)
+    expired = threading.Event()
+    watchdog = threading.Timer(timeout_s, _expire, (connection, expired))
+    watchdog.daemon = True
+    watchdog.start()
     try:
         try:
             connection.connect()
@@ -58,9 +64,25 @@ def check_health(url: str, *, timeout_s: float, egress_allow: Iterable[str] = ()
         except TimeoutError:
             return f"{where(url)} did not answer within {timeout_s:g} s"
         except (OSError, http.client.HTTPException) as exc:
+            if expired.is_set():
+                return f"{where(url)} did not answer within {timeout_s:g} s"
             return f"the connection to {where(url)} broke: {str(exc) or type(exc).__name__}"[:300]
+        if expired.is_set():
+            return f"{where(url)} did not answer within {timeout_s:g} s"
         if not 200 <= response.status < 300:
             return f"{where(url)} answered HTTP {response.status}"
         return None
     finally:
+        watchdog.cancel()
         connection.close()
+
+
+def _expire(connection: http.client.HTTPConnection, expired: threading.Event) -> None:
+    """The check's time is up: wake its blocking read (each read alone is bounded, not the exchange)."""
+    expired.set()
+    sock = connection.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
