@@ -38,19 +38,26 @@ def agent_config_problems(workflow: Workflow, pinned: dict[str, Any]) -> list[st
         pin = agents.get(spec.model.agent or "")
         if overlay is None or not isinstance(pin, dict):
             continue
-        name = spec.model.agent
-        allowed = [key for key in pin.get("overridable") or () if key in KEYS]
-        for key, value in overlay.model_dump(exclude_none=True).items():
-            if key not in allowed:
-                allows = f"it allows {', '.join(allowed)}" if allowed else "it allows none"
-                problems.append(f"step {spec.id!r} sets agent_config.{key}, which agent {name!r} does not let a "
-                                f"step override ({allows})")
-            elif key == "max_tokens":
-                config = pin.get("config") if isinstance(pin.get("config"), dict) else {}
-                own = config.get("max_tokens")
-                if type(own) is int and value > own:
-                    problems.append(f"step {spec.id!r} sets agent_config.max_tokens to {value}, above agent "
-                                    f"{name!r}'s max_tokens ({own})")
+        problems += overlay_problems(spec.id, spec.model.agent, pin.get("overridable"), pin.get("config"),
+                                     overlay.model_dump(exclude_none=True))
+    return problems
+
+
+def overlay_problems(step: str, name: str, overridable: Any, config: Any, overlay: dict[str, Any]) -> list[str]:
+    """What `overlay` (a step's agent_config, its keys set) asks that agent `name`, with these `overridable` keys
+    and `config`, does not allow."""
+    allowed = [key for key in overridable or () if key in KEYS]
+    problems = []
+    for key, value in overlay.items():
+        if key not in allowed:
+            allows = f"it allows {', '.join(allowed)}" if allowed else "it allows none"
+            problems.append(f"step {step!r} sets agent_config.{key}, which agent {name!r} does not let a "
+                            f"step override ({allows})")
+        elif key == "max_tokens":
+            own = config.get("max_tokens") if isinstance(config, dict) else None
+            if type(own) is int and value > own:
+                problems.append(f"step {step!r} sets agent_config.max_tokens to {value}, above agent "
+                                f"{name!r}'s max_tokens ({own})")
     return problems
 
 

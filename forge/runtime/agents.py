@@ -18,6 +18,7 @@ from engine.executors.shell import agent_environment
 from engine.secrets import SECRET_PREFIX, read_secret
 from forge.governance.context import gateway_names
 from forge.governance.models import Gateway, model_price, shell_network_problem, spend_bounds
+from forge.runs.agent_config import CODE as AGENT_CONFIG_REFUSED, overlay_problems
 
 # Where an openai agent's key comes from when its config names no api_key_env: under the agents' prefix like
 # every secret an agent reads, so OPENAI_API_KEY set for other software on the machine is never sent.
@@ -107,6 +108,9 @@ def execute(agent, request: StepRequest, cancel: threading.Event, watch=None, ga
     chose one; a missing agent, a misconfiguration or an executor bug ends the step, never the worker."""
     if agent is None:
         return StepResult.failure(f"agent {request.agent!r} no longer exists")
+    # Checked when the run started against its pins; again here for an agent the run could not pin (created since).
+    if overlay := overlay_problems(request.step, agent.name, agent.overridable, agent.config, request.agent_config):
+        return StepResult.failure(f"{AGENT_CONFIG_REFUSED}: {'; '.join(overlay)}", AGENT_CONFIG_REFUSED)
     try:
         result = executor_for(agent, watch, gateway).execute(request, cancel)
     except AgentMisconfigured as exc:

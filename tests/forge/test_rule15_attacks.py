@@ -1,0 +1,51 @@
+"""Spec 15 read by an attacker: what a workflow's author or a person with fewer rights tries past the checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from forge.governance.models import Agent
+from forge.runs import services
+from forge.runs.models import Approval, Run
+from tests.forge.api.test_agent_settings_and_telemetry import sent_by_step
+from tests.forge.api.test_gateway_sync_and_openai import KEY, chat_completion
+from tests.forge.conftest import steps_of
+from tests.forge.api.conftest import local_server  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.django_db
+
+LATE = """
+name: late_agent
+steps:
+  - {id: ask, approval: required, approval_message: "go on?"}
+  - id: draft
+    agent: late
+    command: "draft it"
+    timeout: 30
+    depends_on: [ask]
+    agent_config: {model: gpt-4.1, temperature: 1.5, max_tokens: 900000}
+"""
+
+
+def test_an_agent_created_after_the_run_started_cannot_take_a_step_overlay_it_never_allowed(
+        operator, approver, save_workflow, local_server, monkeypatch, django_capture_on_commit_callbacks):
+    """The agent did not exist when the run started, so nothing was pinned and the overlay was never checked; once
+    an admin creates it (allowing no override, max_tokens 1000), the step must not reach it with model, temperature
+    and 900,000 max_tokens of its own choosing."""
+    local_server.reply = lambda seen: (200, chat_completion("done"))
+    monkeypatch.setenv("FORGE_AGENT_SECRET_TEST_OPENAI_KEY", KEY)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.run_start(user=operator, version=save_workflow(LATE))
+    Agent.objects.create(name="late", provider="openai", overridable=[],
+                         config={"model": "gpt-4o-mini", "base_url": f"{local_server.url}/v1",
+                                 "api_key_env": "FORGE_AGENT_SECRET_TEST_OPENAI_KEY", "max_tokens": 1000})
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.approval_decide(user=approver, decision="approve",
+                                 approval=Approval.objects.get(run=run, step="ask", status=Approval.PENDING))
+
+    assert "draft" not in sent_by_step(local_server)  # nothing reached the model API
+    draft = steps_of(run)["draft"]
+    assert (draft.status, draft.error_code) == ("failed", "agent_config_refused")
+    assert "sets agent_config.model, which agent 'late' does not let a step override (it allows none)" in draft.error
+    assert Run.objects.get(pk=run.pk).status == "failed"
