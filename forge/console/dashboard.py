@@ -11,6 +11,7 @@ from datetime import date, datetime, timedelta
 from django.db.models import Count, Max
 from django.db.models.functions import TruncDate
 from django.utils import timezone
+from django.utils.timesince import timesince
 
 from engine.interpreter.state import RunStatus
 from forge.console.spend import Spent, spent
@@ -121,6 +122,7 @@ class GatewayHealth:
     name: str
     healthy: bool
     checked_at: datetime | None  # None: never checked
+    checked: str  # when, in words: "never checked", "checked 20 s ago", "checked 3 minutes ago"
     last_error: str
     failures: int  # connection failures in a row
     capabilities: list[str]
@@ -145,9 +147,18 @@ def budgets(now=None) -> list[Budget]:
     return [Budget(e.name, e.scope, float(e.limit), *map(float, figures[e.pk])) for e in envelopes]
 
 
-def gateways() -> list[GatewayHealth]:
-    return [GatewayHealth(g.name, g.healthy, g.checked_at, g.last_error, g.failures,
-                          [str(c) for c in g.capabilities] if isinstance(g.capabilities, list) else [])
+def checked_words(checked_at: datetime | None, now: datetime) -> str:
+    if checked_at is None:
+        return "never checked"
+    seconds = (now - checked_at).total_seconds()
+    if seconds < 60:
+        return f"checked {max(0, int(seconds))} s ago"
+    return f"checked {timesince(checked_at, now)} ago"
+
+
+def gateways(now: datetime) -> list[GatewayHealth]:
+    return [GatewayHealth(g.name, g.healthy, g.checked_at, checked_words(g.checked_at, now), g.last_error,
+                          g.failures, [str(c) for c in g.capabilities] if isinstance(g.capabilities, list) else [])
             for g in Gateway.objects.order_by("name")]
 
 
@@ -202,7 +213,7 @@ def for_user(user) -> Board:
         failing=failing(runs, now - timedelta(days=FAILED_SINCE_DAYS)),
         budgets=budgets(),
         month=spent(since=month_start(now)),
-        gateways=gateways(),
+        gateways=gateways(now),
         kill_switch=kill_switch(),
         may_switch=can(user, "killswitch.set"),
     )

@@ -62,6 +62,7 @@ def test_the_dashboard_shows_each_gateways_health(client, approver):
                            last_error="connection refused (127.0.0.1:9)", capabilities=["gpu"])
     Gateway.objects.create(name="gw-west", healthy=True, checked_at=checked, capabilities=["gpu", "docs"])
     Gateway.objects.create(name="gw-new")
+    Gateway.objects.create(name="gw-just-probed", checked_at=timezone.now() - timedelta(seconds=20))
     client.force_login(approver)
     html = client.get(reverse("console:dashboard")).content.decode()
     east = text(re.search(r'<div class="gateway" data-gateway="gw-east">.*?</div>', html, re.S).group(0))
@@ -70,6 +71,7 @@ def test_the_dashboard_shows_each_gateways_health(client, approver):
     west = text(re.search(r'<div class="gateway" data-gateway="gw-west">.*?</div>', html, re.S).group(0))
     assert west.startswith("healthy gw-west checked") and "covers gpu, docs" in west and "last error" not in west
     assert "healthy gw-new never checked" in text(html)
+    assert re.search(r"healthy gw-just-probed checked 2\d s ago", text(html))  # not "0 minutes ago"
 
 
 def test_a_dashboard_without_gateways_or_calls_says_so(client, operator):
