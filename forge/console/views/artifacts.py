@@ -43,5 +43,4 @@ def artifact_download(request, run_id: int, artifact_id: int):
                             content_type="application/octet-stream")
     response["X-Content-Type-Options"] = "nosniff"
     response["Cache-Control"] = "private, no-store"
-    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     return response

@@ -5,6 +5,7 @@ route or admin model is walked without a new test."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from html.parser import HTMLParser
 
@@ -15,6 +16,8 @@ from django.urls import reverse
 
 from forge.governance.models import Agent, BudgetEnvelope
 from forge.runs import services
+from forge.runs.artifacts import stored_name
+from forge.runs.models import Artifact
 from forge.schedules.services import schedule_add
 from forge.workflows.services import workflow_version_save
 from tests.forge.conftest import fast_forward, member
@@ -80,7 +83,8 @@ class Refused(HTMLParser):
 def refused_in(response) -> list[str]:
     directives = policy(response)
     parser = Refused(nonces(directives, "script-src"), nonces(directives, "style-src"))
-    parser.feed(response.content.decode())
+    body = b"".join(response.streaming_content) if response.streaming else response.content  # a download streams
+    parser.feed(body.decode())
     return parser.found
 
 
@@ -95,13 +99,20 @@ def assert_strict(response) -> None:
 
 
 @pytest.fixture
-def known(operator):
+def known(operator, settings, tmp_path):
     version = workflow_version_save(user=None, source=SHIPS)
     run = fast_forward(services.run_start(user=operator, version=version, args={"urgent": True}))
     schedule = schedule_add(user=operator, workflow=run.workflow, cron="0 3 * * *")
     BudgetEnvelope.objects.create(name="org", limit=100)
+    settings.FORGE_ARTIFACTS_DIR = tmp_path
+    digest = hashlib.sha256(b"kept").hexdigest()
+    artifact = Artifact.objects.create(run=run, step="prepare", attempt=1, path="out.txt", size=4, sha256=digest,
+                                       stored=stored_name(run.pk, digest))
+    (tmp_path / artifact.stored).parent.mkdir(parents=True)
+    (tmp_path / artifact.stored).write_bytes(b"kept")
     return {"run_id": run.pk, "approval_id": run.approvals.get().pk, "schedule_id": schedule.pk,
-            "step": "prepare", "name": run.workflow.name, "content_hash": run.version.content_hash}
+            "step": "prepare", "name": run.workflow.name, "content_hash": run.version.content_hash,
+            "artifact_id": artifact.pk}
 
 
 def console_pages(known) -> list[str]:

@@ -23,7 +23,7 @@ from django.urls import URLPattern, URLResolver, reverse
 
 from forge.audit.models import AuditEvent
 from forge.console import urls as console_urls
-from forge.runs.models import RUN_STATUSES, Approval, Run, RunEvent, StepResult
+from forge.runs.models import RUN_STATUSES, Approval, Artifact, Run, RunEvent, StepResult
 from forge.workflows.models import Workflow, WorkflowVersion
 from tests.forge.console_pages.every_run_kind import KINDS, world  # noqa: F401 - the fixture
 from tests.forge.console_pages.test_run_stream import ORIGIN, login, socket_to, sync
@@ -72,8 +72,13 @@ def fillings(pattern: URLPattern, world) -> list[tuple[dict, bool]]:
     """Every (path values, names a missing row) a console route is walked with: each run of every kind, each
     of its steps, each approval, workflow, version and schedule, and one missing of each."""
     names = path_values(pattern)
-    if names - FILLERS.keys() - {"step"} or ("step" in names and "run_id" not in names):
+    if names - FILLERS.keys() - {"step", "artifact_id"} or (names & {"step", "artifact_id"} and "run_id" not in names):
         return []
+    if "artifact_id" in names:  # each kept file under its own run, and one missing under a run and a missing run
+        return [({"run_id": run_id, "artifact_id": pk}, False)
+                for run_id, pk in Artifact.objects.values_list("run_id", "pk")] + [
+            ({"run_id": world.runs["completed"].pk, "artifact_id": MISSING}, True),
+            ({"run_id": MISSING, "artifact_id": MISSING}, True)]
     values = [({}, False)]
     for name in sorted(names - {"step"}):
         values = [({**done, name: value}, gone or missing) for done, gone in values

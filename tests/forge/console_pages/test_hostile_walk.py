@@ -18,7 +18,8 @@ from django.urls import URLPattern, reverse
 
 from forge.console import urls
 from forge.console.restart_plan import restart_plan
-from forge.runs.models import Approval
+from forge.runs.artifacts import stored_name
+from forge.runs.models import Approval, Artifact
 from forge.schedules.services import schedule_add
 from tests.forge.hostile_walk import CONTROL, HOSTILE, send
 
@@ -71,6 +72,7 @@ CASES = {
     "live_status": Case(),
     "kill_switch": Case(form={"engaged": "on", "reason": "incident 42"}),
     "spend": Case(query=("from", "to")),
+    "artifact": Case(),
 }
 ROUTES = {p.name: p for p in urls.urlpatterns if isinstance(p, URLPattern)}
 
@@ -84,8 +86,11 @@ HOSTILE_COORDINATES = {"4000-digit-integer": "9" * 4000, "5000-digit-integer": "
 def known(run, save_workflow, operator):
     every_kind = save_workflow(EVERY_KIND)
     schedule = schedule_add(user=operator, workflow=run.workflow, cron="0 3 * * *")
+    artifact = Artifact.objects.create(run=run, step="prepare", attempt=1, path="out.txt", size=0, sha256="0" * 64,
+                                       stored=stored_name(run.pk, "0" * 64))
     return {"run_id": run.pk, "approval_id": Approval.objects.get(run=run).pk, "schedule_id": schedule.pk,
-            "step": "prepare", "name": every_kind.workflow.name, "content_hash": run.version.content_hash}
+            "step": "prepare", "name": every_kind.workflow.name, "content_hash": run.version.content_hash,
+            "artifact_id": artifact.pk}
 
 
 @pytest.fixture
