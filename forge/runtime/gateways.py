@@ -171,17 +171,27 @@ def cancel_taken(effects, command) -> None:
     has a cancel_url, it is told once the round commits (a task, so no round waits on a gateway)."""
     row = (StepRow.objects.filter(run_id=effects.run.pk, step=command.step, lease_owner=leases.Owner.GATEWAY)
            .values_list("agent", "iteration", "dispatch").first())
-    if row is None:
-        return
-    agent, iteration, dispatch = row
+    if row is not None:
+        agent, iteration, dispatch = row
+        queue_cancel(effects.run.pk, command.step, command.attempt, iteration, agent, dispatch, command.reason,
+                     later=effects.on_commit)
+
+
+def queue_cancel(run_id: int, step: str, attempt: int, iteration: int, agent: str, dispatch: dict | None,
+                 reason: str, *, later=None) -> None:
+    """Queue the task that tells the gateway which took this attempt (its route's `gateway`), if it has a
+    cancel_url; `later` defers the queueing (a round's on_commit)."""
     gateway = ((dispatch or {}).get(ROUTE) or {}).get("gateway")
-    if not gateway or (dispatch or {}).get("attempt") != command.attempt:
+    if not gateway or (dispatch or {}).get("attempt") != attempt:
         return
     if not Gateway.objects.filter(name=gateway).exclude(cancel_url="").exists():
         return
-    args = (effects.run.pk, command.step, command.attempt, iteration, agent, gateway, command.reason)
-    effects.on_commit(lambda: queue.enqueue(queue.CANCEL_AT_GATEWAY, *args,
-                                            task_name=f"cancel run {args[0]} {args[1]}#{args[2]} at {gateway}"))
+    args = (run_id, step, attempt, iteration, agent, gateway, reason)
+
+    def send() -> None:
+        queue.enqueue(queue.CANCEL_AT_GATEWAY, *args, task_name=f"cancel run {run_id} {step}#{attempt} at {gateway}")
+
+    (later or (lambda callback: callback()))(send)
 
 
 def tell_cancel(run_id: int, step: str, attempt: int, iteration: int, agent_name: str, gateway_name: str,

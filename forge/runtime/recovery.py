@@ -31,7 +31,7 @@ from engine.interpreter.state import RunStatus, StepStatus
 from forge.audit.services import audit
 from forge.governance.models import TokenEvent
 from forge.runs.models import Run, RunInput, StepResult
-from forge.runtime import inbox, queue, store
+from forge.runtime import gateways, inbox, queue, store
 from forge.runtime.completion import Completion, Outcome, complete_step
 from forge.runtime.leases import Owner
 
@@ -52,15 +52,18 @@ def enforce_timeouts(now) -> int:
     """Steps still running past their deadline (a lost callback, a stuck worker) end as timed out."""
     late = (StepResult.objects.filter(status=StepStatus.RUNNING, deadline_at__lt=now - timedelta(seconds=TIMEOUT_GRACE_S),
                                       run__status=RunStatus.RUNNING)
-            .exclude(lease_owner=Owner.INBOX).values_list("run_id", "step", "attempt", "iteration", "fence", "dispatch")[:BATCH])
+            .exclude(lease_owner=Owner.INBOX).values_list("run_id", "step", "attempt", "iteration", "fence", "dispatch",
+                                                          "lease_owner", "agent")[:BATCH])
     count = 0
-    for run_id, step, attempt, iteration, fence, dispatch in late:
+    for run_id, step, attempt, iteration, fence, dispatch, owner, agent in late:
         seconds = (dispatch or {}).get("timeout_s", 0)
         result = Result.failure(f"timed out after {seconds:g} s (no result arrived)", "timeout")
         if complete_step(Completion(run_id, step, attempt, iteration, result, fence=fence),
                          source="timeout_enforcer") is Outcome.ACCEPTED:
             count += 1
             queue.enqueue_advance(run_id)
+            if owner == Owner.GATEWAY:  # no CancelStep follows a result: the gateway that took it is told here
+                gateways.queue_cancel(run_id, step, attempt, iteration, agent, dispatch, "timeout")
     return count
 
 

@@ -461,3 +461,20 @@ class TestRetrySetting:
         monkeypatch.setenv("FORGE_GATEWAY_RETRY_S", raw)
         with pytest.raises(ImproperlyConfigured, match="FORGE_GATEWAY_RETRY_S"):
             env_seconds_list("FORGE_GATEWAY_RETRY_S", ())
+
+
+def test_a_step_the_timeout_enforcer_ends_is_told_at_its_gateways_cancel_url(operator, save_workflow, gateways,
+                                                                             django_capture_on_commit_callbacks):
+    """The enforcer's fallback (its deadline passed and no timer ended it) tells the gateway as a timeout does."""
+    from forge.runtime.recovery import enforce_timeouts
+    east, _ = gateways
+    register(east, cancel=True)
+    east.reply = lambda body: (202, {"accepted": True})
+    run = start(operator, save_workflow, django_capture_on_commit_callbacks)
+    StepResult.objects.filter(pk=work(run).pk).update(deadline_at=timezone.now() - timedelta(minutes=1))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert enforce_timeouts(timezone.now()) == 1
+    run.refresh_from_db()
+    assert (run.status, work(run).error_code) == ("failed", "timeout")
+    (cancel,) = [seen for seen in east.seen if seen[1] == "/cancel"]
+    assert cancel[3]["reason"] == "timeout" and contacts(run)[-1] == ("east", "cancel_sent")
