@@ -1,6 +1,6 @@
-"""A shell step's artifacts as a person finds them in Chromium: the run's step panel lists each file its
-`artifacts` globs kept, with its size and digest, says which match was refused (a link, never followed), and
-the Download link gives exactly the bytes whose SHA-256 the panel shows."""
+"""A shell step's artifacts as a person finds them in Chromium, on SQLite and on PostgreSQL: the run's step panel
+lists each file its `artifacts` globs kept, with its size and digest, says which match was refused (a link, never
+followed), and the Download link gives exactly the bytes whose SHA-256 the panel shows."""
 
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ PANEL = ".step-panel[data-step=build]"
 WIDTH = "() => document.documentElement.scrollWidth"
 
 
-@pytest.mark.parametrize("console", ["sqlite"], indirect=True)
 def test_the_artifacts_of_a_shell_step_are_listed_and_one_downloads_with_its_digest(console, browser):
     run_id = save_and_start(console, WRITES_REPORTS, "writes_reports")
     olive = console.login_in(browser.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True),
