@@ -36,6 +36,7 @@ from forge.governance.models import Agent, Gateway
 from forge.runs.models import StepResult
 from forge.runtime.agents import secret_values
 from forge.runtime.completion import Completion, Outcome, complete_step
+from forge.runtime.leases import Owner
 from forge.runtime.queue import enqueue_advance
 
 log = logging.getLogger(__name__)
@@ -81,13 +82,17 @@ def was_dispatched(row: dict, got: GatewayResult) -> bool:
                                      target=f"agent:{row['agent']}", detail__iteration=got.iteration).exists()
 
 
-def sent_to(row: dict, agent: Agent, gateway: Gateway) -> bool:
-    """Whether the step's attempt may have gone to `gateway`: one its route tried (the worker names the one that
-    took it only after the 202, which a fast callback may overtake); a step dispatched without a route: one of
-    its agent's gateways."""
-    route = (row["dispatch"] or {}).get("route") or {}
+def sent_to(row: dict, agent: Agent, gateway: Gateway, got: GatewayResult) -> bool:
+    """Whether the step's attempt may have gone to `gateway`: once the 202 is recorded (the attempt deferred to a
+    gateway), only the one that took it; before, one its route tried (the worker names the one that took it only
+    after the 202, which a fast callback may overtake); a step dispatched without a route: one of its agent's
+    gateways."""
+    dispatch = row["dispatch"] or {}
+    route = dispatch.get("route") or {}
     if route.get("gateways"):
-        return gateway.name in route["gateways"]
+        taken = (row["lease_owner"] == Owner.GATEWAY and dispatch.get("attempt") == got.attempt
+                 and dispatch.get("iteration", 0) == got.iteration and route.get("gateway"))
+        return gateway.name == route["gateway"] if taken else gateway.name in route["gateways"]
     return agent.routes.filter(gateway=gateway).exists()
 
 
@@ -118,11 +123,11 @@ class StepCompleteApi(APIView):
         except Malformed as exc:
             return problem(400, "the body is not a step result",
                            details=[f"{name}: {text}" for name, text in exc.problems[:20]])
-        row = StepResult.objects.filter(run_id=got.run_id, step=got.step).values("agent", "dispatch").first()
+        row = StepResult.objects.filter(run_id=got.run_id, step=got.step).values("agent", "dispatch", "lease_owner").first()
         if row is None:
             return problem(404, f"run {got.run_id} has no step {got.step!r}")
         agent = Agent.objects.filter(name=row["agent"]).first()
-        if agent is None or not sent_to(row, agent, gateway):
+        if agent is None or not sent_to(row, agent, gateway, got):
             return problem(403, f"step {got.step!r} was not sent to gateway {gateway.name!r}")
         if not was_dispatched(row, got):
             return self.unknown_attempt(gateway, got)

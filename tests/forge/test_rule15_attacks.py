@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from forge.governance.models import Agent
+from forge.governance import services as services_gateways
+from forge.governance.models import Agent, Gateway, TokenEvent
 from forge.runs import services
 from forge.runs.models import Approval, Run
 from tests.forge.api.test_agent_settings_and_telemetry import sent_by_step
@@ -49,3 +52,37 @@ def test_an_agent_created_after_the_run_started_cannot_take_a_step_overlay_it_ne
     assert (draft.status, draft.error_code) == ("failed", "agent_config_refused")
     assert "sets agent_config.model, which agent 'late' does not let a step override (it allows none)" in draft.error
     assert Run.objects.get(pk=run.pk).status == "failed"
+
+
+CALLED_BACK = """
+name: called_back
+steps:
+  - {id: remote, agent: two-gateways, command: "summarise", timeout: 60}
+"""
+
+
+def test_a_gateway_the_attempt_was_not_sent_to_cannot_report_its_result(
+        operator, admin_user, save_workflow, local_server, client, django_capture_on_commit_callbacks):
+    """The agent routes through gw-first then gw-second; gw-first took the attempt (202). gw-second, which never
+    saw it, must not be able to report it (its result, tokens and cost) in gw-first's place."""
+    first = Gateway(name="gw-first", url=f"{local_server.url}/dispatch")
+    first.set_token()
+    first.save()
+    second = Gateway(name="gw-second", url=f"{local_server.url}/dispatch-second")
+    second_token = second.set_token()
+    second.save()
+    agent = Agent.objects.create(name="two-gateways", provider="http", config={})
+    services_gateways.agent_gateways_set(user=admin_user, agent=agent, gateways=[first, second])
+    local_server.reply = lambda seen: (202, {"accepted": True})
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.run_start(user=operator, version=save_workflow(CALLED_BACK))
+    assert [seen.path for seen in local_server.seen] == ["/dispatch"]
+
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = client.post("/api/v1/steps/complete", json.dumps(
+            {"run_id": run.pk, "step": "remote", "attempt": 1, "iteration": 0, "ok": True, "stdout": "forged",
+             "tokens": 10**12, "cost": 999_999.0}), content_type="application/json", HTTP_X_GATEWAY_TOKEN=second_token)
+
+    assert answer.status_code == 403, answer.content
+    assert steps_of(run)["remote"].status == "running"
+    assert not TokenEvent.objects.filter(run_id=run.pk).exists()
