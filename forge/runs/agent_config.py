@@ -46,7 +46,7 @@ def agent_config_problems(workflow: Workflow, pinned: dict[str, Any]) -> list[st
 def overlay_problems(step: str, name: str, overridable: Any, config: Any, overlay: dict[str, Any]) -> list[str]:
     """What `overlay` (a step's agent_config, its keys set) asks that agent `name`, with these `overridable` keys
     and `config`, does not allow."""
-    allowed = [key for key in overridable or () if key in KEYS]
+    allowed = [key for key in overridable if key in KEYS] if isinstance(overridable, (list, tuple)) else []
     problems = []
     for key, value in overlay.items():
         if key not in allowed:
