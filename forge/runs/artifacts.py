@@ -39,6 +39,9 @@ REFUSED = "artifact_refused"  # the RunEvent kind of a match not kept
 _STORED = re.compile(r"run-[0-9]{1,19}/[0-9a-f]{64}")
 PATH_CHARS = Artifact._meta.get_field("path").max_length
 _INCOMING = ".incoming"  # where a collection copies to, on the stored files' file system
+# Files kept per run in all: empty files cost no bytes, yet each is a row, and a collection's 1,000
+# (engine.artifacts.MAX_KEPT) times a step's attempts and loop iterations was millions.
+RUN_FILES = 10_000
 
 
 def stored_name(run_id: int, sha256: str) -> str:
@@ -117,8 +120,13 @@ def _record(run_id: int, step: str, attempt: int, iteration: int, fence: int, ke
         if row != {"fence": fence, "attempt": attempt, "iteration": iteration}:
             return []  # taken over, cancelled or timed out since: the attempt is no longer this worker's
         left = settings.FORGE_ARTIFACT_RUN_MAX_BYTES - _used(run_id, step, attempt, iteration)
-        rows, refusals = [], list(refused)
+        files_left = RUN_FILES - Artifact.objects.filter(run_id=run_id).exclude(
+            step=step, attempt=attempt, iteration=iteration).count()
+        rows, refusals, unkept = [], list(refused), 0
         for item in kept:
+            if len(rows) >= files_left:
+                unkept += 1
+                continue
             if len(item.path) > PATH_CHARS:
                 refusals.append(Refused(item.path[:PATH_CHARS], f"a path longer than {PATH_CHARS} characters"))
                 continue
@@ -133,6 +141,9 @@ def _record(run_id: int, step: str, attempt: int, iteration: int, fence: int, ke
                 os.replace(item.copy, root / stored)
             rows.append(Artifact(run_id=run_id, step=step, attempt=attempt, iteration=iteration, path=item.path,
                                  size=item.size, sha256=item.sha256, stored=stored, created_at=now))
+        if unkept:
+            refusals.append(Refused(".", f"{unkept} more files matched, over the run's bound of {RUN_FILES} files "
+                                         f"kept"))
         mine = Artifact.objects.filter(run_id=run_id, step=step, attempt=attempt, iteration=iteration)
         mine.exclude(path__in=[r.path for r in rows]).delete()  # a set of an earlier run of this attempt
         Artifact.objects.bulk_create(rows, update_conflicts=True,

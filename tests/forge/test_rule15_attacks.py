@@ -8,8 +8,8 @@ import pytest
 
 from forge.governance import services as services_gateways
 from forge.governance.models import Agent, Gateway, TokenEvent
-from forge.runs import services
-from forge.runs.models import Approval, Run
+from forge.runs import artifacts, services
+from forge.runs.models import Approval, Artifact, Run, RunEvent
 from tests.forge.api.test_agent_settings_and_telemetry import sent_by_step
 from tests.forge.api.test_gateway_sync_and_openai import KEY, chat_completion
 from tests.forge.conftest import steps_of
@@ -86,3 +86,39 @@ def test_a_gateway_the_attempt_was_not_sent_to_cannot_report_its_result(
     assert answer.status_code == 403, answer.content
     assert steps_of(run)["remote"].status == "running"
     assert not TokenEvent.objects.filter(run_id=run.pk).exists()
+
+
+MANY_EMPTY = """
+name: many_empty
+steps:
+  - id: spray
+    agent: shell
+    command: |
+      mkdir -p e
+      echo x >> n.txt
+      n=$(wc -l < n.txt)
+      for i in 1 2 3 4; do : > "e/$n-$i"; done
+      echo "$n"
+    artifacts: ["e/*"]
+    loop: {max_iterations: 3, until: "output.contains('3')"}
+"""
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_run_keeps_a_bounded_number_of_files_however_many_empty_ones_its_steps_leave(
+        operator, save_workflow, settings, tmp_path, monkeypatch):
+    """Empty files cost nothing against the byte bounds: each collection kept 1,000 rows, times every attempt and
+    loop iteration (up to 101 x 1,000 of them)."""
+    settings.FORGE_WORKDIR = tmp_path / "work"
+    settings.FORGE_ARTIFACTS_DIR = tmp_path / "artifacts"
+    monkeypatch.setattr(artifacts, "RUN_FILES", 6)
+
+    run = services.run_start(user=operator, version=save_workflow(MANY_EMPTY))
+
+    run.refresh_from_db()
+    assert run.status == "completed", steps_of(run)["spray"].error
+    assert Artifact.objects.filter(run=run).count() == 6
+    said = [e.data["reason"] for e in RunEvent.objects.filter(run=run, kind="artifact_refused")]
+    # The directory is shared: iteration 2 matches 8 files (2 kept), iteration 3 matches 12 (none kept).
+    assert said == ["6 more files matched, over the run's bound of 6 files kept",
+                    "12 more files matched, over the run's bound of 6 files kept"]
