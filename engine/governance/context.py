@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from engine.expressions import EvaluationError, ExpressionError, Node, Scope, parse, paths
-from engine.governance.routing import Route, route
+from engine.governance.routing import GatewayInfo, Route, route
 
 POLICY_EFFECTS = ("block", "require_approval")
 
@@ -43,23 +43,6 @@ class StepInfo:
     capabilities: tuple[str, ...] = ()
     args: Mapping[str, Any] = field(default_factory=dict)
     estimated_cost: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class GatewayInfo:
-    """One of the agent's gateways, as measured now.
-
-    Args:
-        name: the gateway's name.
-        healthy: whether its last probe or dispatch reached it (spec 15: measured, not declared).
-        min_trust_level: the lowest agent trust level it accepts.
-        capabilities: what it can run.
-    """
-
-    name: str
-    healthy: bool
-    min_trust_level: int = 0
-    capabilities: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

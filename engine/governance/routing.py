@@ -14,10 +14,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # context reads its route from here, so this module needs only the type
-    from engine.governance.context import GatewayInfo
+@dataclass(frozen=True, slots=True)
+class GatewayInfo:
+    """One of the agent's gateways, as measured now.
+
+    Args:
+        name: the gateway's name.
+        healthy: whether its last probe or dispatch reached it (spec 15: measured, not declared).
+        min_trust_level: the lowest agent trust level it accepts.
+        capabilities: what it can run.
+    """
+
+    name: str
+    healthy: bool
+    min_trust_level: int = 0
+    capabilities: tuple[str, ...] = ()
+
 
 CAPABILITY_MISSING = "capability_missing"
 GATEWAY_UNREACHABLE = "gateway_unreachable"
