@@ -102,9 +102,9 @@ def keep(*, run_id: int, step: str, attempt: int, iteration: int, fence: int, pa
             collected = collect(workdir, patterns, max_file_bytes=settings.FORGE_ARTIFACT_MAX_BYTES,
                                 budget_bytes=max(0, left), into=Path(incoming))
             return _record(run_id, step, attempt, iteration, fence, collected.kept, collected.refused)
-    except OSError as error:  # the store itself failed (a full disk, say): the step's result is still recorded
+    except (OSError, ValueError) as error:  # the store failed (a full disk, say): the step's result still counts
         log.warning("artifacts of run %s step %s attempt %s not kept: %s", run_id, step, attempt, error)
-        reason = f"the artifacts could not be stored ({error.strerror or type(error).__name__})"
+        reason = f"the artifacts could not be stored ({getattr(error, 'strerror', None) or type(error).__name__})"
         _record(run_id, step, attempt, iteration, fence, [], [Refused(", ".join(patterns)[:200], reason)])
         return []
 

@@ -168,3 +168,16 @@ def test_a_run_directory_swapped_for_a_link_is_not_followed(operator, save_workf
 
     assert kept == [] and not Artifact.objects.filter(run=run, step="read").exists()
     assert "symbolic link" in refusals(run, "read")["."]
+
+
+def test_a_store_that_fails_is_said_and_the_steps_result_still_counts(operator, save_workflow, stores, settings,
+                                                                     tmp_path):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the store should be")
+    settings.FORGE_ARTIFACTS_DIR = blocker
+    run = services.run_start(user=operator, version=save_workflow(KEEPS))
+
+    run.refresh_from_db()
+    assert run.status == "completed"
+    assert not Artifact.objects.filter(run=run).exists()
+    assert "could not be stored" in refusals(run)["*.txt, report/*.txt, big.bin, missing.pdf"]
