@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from django.urls import NoReverseMatch, reverse
 
-from forge.runs.models import Artifact, Run, RunEvent
+from forge.runs.artifacts import REFUSED, artifacts_of
+from forge.runs.models import Run, RunEvent
 
 UNITS = ("KiB", "MiB", "GiB", "TiB")
 
@@ -64,9 +65,9 @@ def _int(value) -> int:
 
 def step_artifacts(run: Run, step: str) -> tuple[list[Kept], list[Refused]]:
     kept = [Kept(a.pk, a.path, a.size, a.sha256, a.attempt, a.iteration, _download(run, a.pk))
-            for a in Artifact.objects.filter(run=run, step=step).order_by("attempt", "iteration", "path")]
+            for a in artifacts_of(run, step)]
     refused = []
-    for data in (RunEvent.objects.filter(run=run, step=step, kind="artifact_refused").order_by("id")
+    for data in (RunEvent.objects.filter(run=run, step=step, kind=REFUSED).order_by("id")
                  .values_list("data", flat=True)):
         if isinstance(data, dict):
             refused.append(Refused(str(data.get("path") or ""), str(data.get("reason") or ""),
