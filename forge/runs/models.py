@@ -158,7 +158,10 @@ class StepResult(models.Model):
     class Meta:
         ordering = ["run", "position"]
         constraints = [models.UniqueConstraint(fields=["run", "step"], name="step_result_once")]
-        indexes = [models.Index(fields=["agent", "status"], name="step_result_agent_load")]
+        indexes = [models.Index(fields=["agent", "status"], name="step_result_agent_load"),
+                   # The clock reads due gateway retries at every tick: only the few rows waiting for one.
+                   models.Index(fields=["lease_expires_at"], condition=models.Q(lease_owner="retry"),
+                                name="step_result_retry_due")]
 
     def __str__(self) -> str:
         return f"{self.step} ({self.status})"

@@ -154,7 +154,7 @@ def wake_due_retries(broker=None) -> int:
     """The clock's part: queue every attempt whose retry time has come (one conditional update each, so one
     cluster queues it)."""
     now = timezone.now()
-    due = (StepRow.objects.filter(lease_owner=leases.Owner.RETRY, lease_expires_at__lte=now)
+    due = (StepRow.objects.filter(lease_owner=leases.Owner.RETRY, lease_expires_at__lte=now).order_by()
            .values_list("pk", "run_id", "step", "attempt", "fence")[:WAKE_BATCH])
     woken = 0
     for pk, run_id, step, attempt, fence in due:
