@@ -9,7 +9,7 @@ The worker that ran the attempt keeps them (`keep`) after the attempt and before
 2. in one transaction, under the run's lock, while the attempt is still this worker's (its fence): what fits in
    the run's FORGE_ARTIFACT_RUN_MAX_BYTES is moved to its stored name, `run-<id>/<sha256>` (content-addressed,
    so writing it again is harmless), and the attempt's rows are replaced by this set; each refusal is a RunEvent
-   `artifact_refused`.
+   `artifact_refused`, up to RUN_REFUSALS a run, past which a collection's refusals are one counted event.
 
 So a worker that dies at any point and the attempt that runs again leave one row per file (the constraint
 `artifact_once`), those of the run that finished; a worker whose attempt was taken over, cancelled or timed out
@@ -42,6 +42,9 @@ _INCOMING = ".incoming"  # where a collection copies to, on the stored files' fi
 # Files kept per run in all: empty files cost no bytes, yet each is a row, and a collection's 1,000
 # (engine.artifacts.MAX_KEPT) times a step's attempts and loop iterations was millions.
 RUN_FILES = 10_000
+# Refusals said per run: a collection lists up to 100 (engine.artifacts.MAX_REFUSED), times a step's attempts and
+# loop iterations; past this bound each collection's are one counted event.
+RUN_REFUSALS = 1_000
 
 
 def stored_name(run_id: int, sha256: str) -> str:
@@ -154,11 +157,22 @@ def _record(run_id: int, step: str, attempt: int, iteration: int, fence: int, ke
 
 
 def _refusals(run_id: int, step: str, attempt: int, iteration: int, refused: list[Refused], now) -> None:
-    """One event per refusal, said once however often the attempt runs."""
+    """One event per refusal, said once however often the attempt runs, up to the run's RUN_REFUSALS events; past
+    it, the collection's others are one event that counts them."""
     said = {(data.get("path"), data.get("reason")) for data in RunEvent.objects.filter(
         run_id=run_id, step=step, kind=REFUSED, data__attempt=attempt, data__iteration=iteration,
     ).values_list("data", flat=True) if isinstance(data, dict)}
+    new = [r for r in refused if (r.path, r.reason) not in said]
+    if not new:
+        return
+    left = max(0, RUN_REFUSALS - RunEvent.objects.filter(run_id=run_id, kind=REFUSED).count())
+    listed = new[:left]
+    if len(new) > left:
+        summary = Refused(".", f"{len(new) - left} more matches not kept, over the run's bound of {RUN_REFUSALS} "
+                               f"refusals listed")
+        if (summary.path, summary.reason) not in said:
+            listed.append(summary)
     RunEvent.objects.bulk_create([
         RunEvent(run_id=run_id, kind=REFUSED, step=step, at=now,
                  data={"attempt": attempt, "iteration": iteration, "path": r.path, "reason": r.reason})
-        for r in refused if (r.path, r.reason) not in said])
+        for r in listed])

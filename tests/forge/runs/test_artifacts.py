@@ -181,3 +181,40 @@ def test_a_store_that_fails_is_said_and_the_steps_result_still_counts(operator, 
     assert run.status == "completed"
     assert not Artifact.objects.filter(run=run).exists()
     assert "could not be stored" in refusals(run)["*.txt, report/*.txt, big.bin, missing.pdf"]
+
+
+MANY_LINKS = """
+name: many_links
+steps:
+  - id: spray
+    agent: shell
+    command: |
+      mkdir -p l
+      echo x >> n.txt
+      n=$(wc -l < n.txt)
+      for i in 1 2 3 4; do ln -s /etc/passwd "l/$n-$i"; done
+      echo "$n"
+    artifacts: ["l/*"]
+    loop: {max_iterations: 3, until: "output.contains('3')"}
+"""
+
+
+def test_a_run_lists_a_bounded_number_of_refusals_and_counts_the_rest(operator, save_workflow, stores,
+                                                                     monkeypatch):
+    """Each collection may list 100 refusals, times every attempt and loop iteration: past the run's bound, a
+    collection's refusals are one event that counts them."""
+    monkeypatch.setattr(artifacts, "RUN_REFUSALS", 3)
+
+    run = services.run_start(user=operator, version=save_workflow(MANY_LINKS))
+
+    run.refresh_from_db()
+    assert run.status == "completed", steps_of(run)["spray"].error
+    said = [(e.data["iteration"], e.data["path"], e.data["reason"])
+            for e in RunEvent.objects.filter(run=run, kind="artifact_refused").order_by("id")]
+    bound = "over the run's bound of 3 refusals listed"
+    # The directory is shared: iteration 1 matches 4 links, iteration 2 matches 8, iteration 3 matches 12.
+    assert [path for _, path, _ in said[:3]] == ["l/1-1", "l/1-2", "l/1-3"]
+    assert all("symbolic link" in reason for _, _, reason in said[:3])
+    assert said[3:] == [(1, ".", f"1 more matches not kept, {bound}"), (2, ".", f"8 more matches not kept, {bound}"),
+                        (3, ".", f"12 more matches not kept, {bound}")]
+    assert not Artifact.objects.filter(run=run).exists()
