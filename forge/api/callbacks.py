@@ -31,9 +31,10 @@ from engine.executors.base import secrets_hidden
 from engine.executors.gateway_result import GatewayResult, Malformed, load_json, read_result
 from forge.audit.models import AuditEvent
 from forge.audit.services import audit
-from forge.governance.context import ALLOWED
+from forge.governance.context import ALLOWED, gateway_names
 from forge.governance.models import Agent, Gateway
-from forge.runs.models import StepResult
+from forge.runs.models import Run, StepResult
+from forge.runs.pinning import pinned_agent
 from forge.runtime.agents import secret_values
 from forge.runtime.completion import Completion, Outcome, complete_step
 from forge.runtime.leases import Owner
@@ -86,14 +87,15 @@ def sent_to(row: dict, agent: Agent, gateway: Gateway, got: GatewayResult) -> bo
     """Whether the step's attempt may have gone to `gateway`: once the 202 is recorded (the attempt deferred to a
     gateway), only the one that took it; before, one its route tried (the worker names the one that took it only
     after the 202, which a fast callback may overtake); a step dispatched without a route: one of its agent's
-    gateways."""
+    gateways as the run pinned them (a gateway added since never took one of its steps)."""
     dispatch = row["dispatch"] or {}
     route = dispatch.get("route") or {}
     if route.get("gateways"):
         taken = (row["lease_owner"] == Owner.GATEWAY and dispatch.get("attempt") == got.attempt
                  and dispatch.get("iteration", 0) == got.iteration and route.get("gateway"))
         return gateway.name == route["gateway"] if taken else gateway.name in route["gateways"]
-    return agent.routes.filter(gateway=gateway).exists()
+    run = Run.objects.filter(pk=got.run_id).only("pinned").first()
+    return run is not None and gateway.name in gateway_names(pinned_agent(run, agent.name, agent))
 
 
 class StepCompleteApi(APIView):

@@ -326,6 +326,33 @@ def test_another_gateways_token_is_forbidden_for_this_step_and_changes_nothing(d
     assert post(client, body_for(deferred.run), deferred.token).json()["accepted"] is True
 
 
+def test_a_gateway_added_to_the_agent_after_the_run_started_cannot_report_its_step(
+        operator, save_workflow, local_server, client, django_capture_on_commit_callbacks):
+    """The agent had no gateways when the run started, so its step went to the agent's own url with no route; a
+    gateway an admin adds to the agent afterwards never took it, and must not report it (a run reads its agents'
+    gateway lists once, when it starts)."""
+    agent = Agent.objects.create(name="plain-agent", provider="http", config={"url": f"{local_server.url}/dispatch"})
+    local_server.reply = lambda seen: (202, {"accepted": True})
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.run_start(user=operator, version=save_workflow(WORKFLOW.replace("gw-agent", "plain-agent")
+                                                                      .replace("name: gated", "name: routeless")))
+    assert steps_of(run)["remote"].lease_owner == Owner.GATEWAY
+    late = Gateway(name="gw-late", url=f"{local_server.url}/dispatch")
+    token = late.set_token()
+    late.save()
+    AgentGateway.objects.create(gateway=late, agent=agent)
+    before = snapshot(run)
+
+    response = post(client, body_for(run), token)
+
+    assert response.status_code == 403, response.content
+    assert response.json()["error"] == "step 'remote' was not sent to gateway 'gw-late'"
+    assert snapshot(run) == before
+    # A run from before pinning reads its agents live, gateways included: the agent's gateway may report.
+    Run.objects.filter(pk=run.pk).update(pinned={})
+    assert post(client, body_for(run), token).json()["accepted"] is True
+
+
 def test_the_stored_token_hash_is_not_itself_a_token(deferred, client):
     before = snapshot(deferred.run)
     gateway = Gateway.objects.get(pk=deferred.gateway.pk)
