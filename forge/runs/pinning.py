@@ -19,8 +19,14 @@ its start, forge.runs.creation.reachable_agents), and a child run keeps its
 parent's pins: one run, one configuration per agent, however deep. A restart
 keeps its source run's pins. Either pins now only the agents its source did
 not (a sub-workflow version saved since, say). A run resumed after a crash or
-a hold reads its row: nothing is pinned again. A run started before pinning
-existed has no pins and reads its agents live.
+a hold reads its row: nothing is pinned again.
+
+An agent that does not exist when the run starts cannot be pinned then; if
+an admin creates it while the run goes on, the run pins it at its first
+dispatch (`pin_at_dispatch`, in that round's transaction), from the row the
+gates read, and keeps that pin for the rest of the run (a child run started
+later inherits it; one a child pins is its own). A run started before
+pinning existed (`pinned` is {}) has no pins and reads its agents live.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from typing import Any
 from engine.workflow import Workflow
 from forge.governance.context import configuration
 from forge.governance.models import Agent, model_price
+from forge.runs.models import Run
+from forge.runtime import store
 
 
 def step_agents(workflow: Workflow) -> set[str]:
@@ -59,7 +67,8 @@ def pin_of(agent: Agent) -> dict[str, Any]:
 def pins(names: Iterable[str], inherited: dict | None = None) -> dict[str, Any]:
     """`Run.pinned` for a run whose steps can call the agents `names`: the `inherited` pins (a restart's source,
     a child's parent) kept as they are, every other agent that exists pinned from its row now. An agent that
-    does not exist is not pinned: its steps are refused at dispatch, as the gates read it live."""
+    does not exist is not pinned now: the gates refuse its steps while it does not, and the run pins it at its
+    first dispatch once it does (`pin_at_dispatch`)."""
     kept = dict((inherited or {}).get("agents") or {})
     missing = sorted(set(names) - set(kept))
     if missing:
@@ -115,9 +124,26 @@ def pinned_agents(run) -> dict[str, dict]:
     return agents if isinstance(agents, dict) else {}
 
 
+def keeps_pins(run) -> bool:
+    """Whether the run pins its agents: every run started since pinning, even one that could pin none (`{"agents":
+    {}}`); one from before has `pinned` {} and reads its agents live."""
+    return isinstance(run.pinned, dict) and isinstance(run.pinned.get("agents"), dict)
+
+
+def pin_at_dispatch(run, name: str, live: Agent) -> PinnedAgent | Agent:
+    """The agent `name` as `run` calls it at a dispatch whose gates read its `live` row: an agent the run keeps no
+    pin of (it did not exist when the run started) is pinned now, from that row, and written to `Run.pinned` in
+    the caller's transaction (a round, under the run's lock), so the rest of the run calls it as it is now."""
+    if keeps_pins(run) and not isinstance(run.pinned["agents"].get(name), dict):
+        run.pinned = {**run.pinned, "agents": {**run.pinned["agents"], name: pin_of(live)}}
+        store.update(Run, {"pinned": run.pinned}, id=run.pk)
+    return pinned_agent(run, name, live)
+
+
 def pinned_agent(run, name: str, live: Agent | None | object = _LIVE) -> PinnedAgent | Agent | None:
     """The agent `name` as `run` calls it: a PinnedAgent when the run pinned it, else the live row (a run from
-    before pinning), or None when there is neither. `live` is the Agent row the caller already holds (the
+    before pinning, or an agent not dispatched since it was created, which `pin_at_dispatch` pins at its first
+    dispatch), or None when there is neither. `live` is the Agent row the caller already holds (the
     dispatch's governance snapshot); by default this process's snapshot is read.
 
     An agent deleted after the run started keeps its pin: an attempt dispatched before the deletion still

@@ -18,7 +18,7 @@ from forge.governance import reservations
 from forge.governance.context import ALLOWED, GovernanceView, gateway_names
 from forge.runs.models import RunInput
 from forge.runs.models import StepResult as StepRow
-from forge.runs.pinning import pinned_agent, step_agents
+from forge.runs.pinning import pin_at_dispatch, step_agents
 from forge.runs.times import to_datetime
 from forge.runtime import agents, inbox, leases, queue
 from forge.runtime.effects import Effects
@@ -78,7 +78,7 @@ class Dispatcher:
             # Every limit the run's steps can meet is locked at once, before anything is counted.
             view.open_ledger(workflow, {command.agent, *step_agents(self.workflow)})
         live = view.agent(command.agent)  # governance reads the row; the call runs as the run pinned it
-        agent = pinned_agent(r.run, command.agent, live) if live is not None else None
+        agent = pin_at_dispatch(r.run, command.agent, live) if live is not None else None
         estimated = reservations.projected_cost(agent, spec)
         ctx = view.context(run=r.run, workflow=workflow, dispatch=command, capabilities=tuple(spec.capabilities),
                            running=self._running(command.agent), estimated_cost=estimated,

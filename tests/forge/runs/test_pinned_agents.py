@@ -233,3 +233,60 @@ def test_a_gateway_list_changed_mid_run_applies_to_new_runs_only(operator, appro
     assert [seen.json()["run_id"] for seen in old.seen] == [str(first.pk)]
     assert [seen.json()["run_id"] for seen in new.seen] == [str(second.pk)]
     assert first.pinned["agents"]["remote"]["gateways"] == ["gw-old"]
+
+
+# -- an agent created after the run started ----------------------------------------------------------------------
+
+LATE = """
+name: late_pinned
+steps:
+  - id: sign_off
+    approval: required
+  - id: first
+    agent: late
+    command: printf '%s' "$TARGET"
+    depends_on: [sign_off]
+  - id: again
+    approval: required
+    depends_on: [first]
+  - id: second
+    agent: late
+    command: printf '%s' "$TARGET"
+    depends_on: [again]
+"""
+
+
+def decide(run: Run, approver, step: str) -> Run:
+    services.approval_decide(user=approver, approval=run.approvals.get(step=step), decision="approve")
+    run.refresh_from_db()
+    return run
+
+
+def test_an_agent_created_after_the_run_started_is_pinned_at_its_first_dispatch(operator, approver, save_workflow):
+    """The run could not pin an agent that did not exist; once an admin creates it, the run pins it when its first
+    step is dispatched and keeps that, however the agent changes later in the run."""
+    run = start(operator, save_workflow(LATE))
+    assert run.pinned == {"agents": {}}
+    Agent.objects.create(name="late", provider="shell", config={"env": {"TARGET": "blue"}})
+
+    run = decide(run, approver, "sign_off")
+    assert steps_of(run)["first"].stdout == "blue"
+    assert run.pinned["agents"]["late"]["config"] == {"env": {"TARGET": "blue"}}
+    change("late", config={"env": {"TARGET": "green"}})
+    run = decide(run, approver, "again")
+
+    assert (run.status, steps_of(run)["second"].stdout) == ("completed", "blue")
+    assert run.pinned["agents"]["late"]["config"] == {"env": {"TARGET": "blue"}}
+
+
+def test_a_run_from_before_pinning_reads_an_agent_live_at_each_dispatch(operator, approver, save_workflow):
+    Agent.objects.create(name="late", provider="shell", config={"env": {"TARGET": "blue"}})
+    run = start(operator, save_workflow(LATE))
+    Run.objects.filter(pk=run.pk).update(pinned={})  # as a run started before pinning existed reads
+
+    run = decide(run, approver, "sign_off")
+    change("late", config={"env": {"TARGET": "green"}})
+    run = decide(run, approver, "again")
+
+    assert (run.status, steps_of(run)["first"].stdout, steps_of(run)["second"].stdout) == ("completed", "blue", "green")
+    assert run.pinned == {}
