@@ -158,3 +158,43 @@ def test_a_month_that_means_nothing_is_said_on_the_page_and_no_figure_shown(clie
 def test_a_month_bound_is_the_first_moment_of_its_month_or_the_one_after(raw, end, moment):
     given = Filters({"m": raw})
     assert given.month("m", end=end) == moment and not given.problems
+
+
+# -- a grouping with more groups than a page shows ---------------------------------------------------------------
+
+HOSTILE = ("<script>alert(1)</script>" + "x" * 128)[:128]  # a model name a gateway chose: 128 printable chars
+
+
+def test_a_gateway_naming_a_new_model_per_call_shows_the_top_twenty_and_one_row_summing_the_rest(client, operator):
+    at = datetime(2026, 11, 2, tzinfo=UTC)
+    names = [f"m-{i:03d}" for i in range(499)] + [HOSTILE]  # model i costs (i + 1) quarters: the last the costliest
+    TokenEvent.objects.bulk_create(
+        [TokenEvent(at=at, run_id=1, step="s", attempt=i, agent="writer", workflow="nightly", model=name,
+                    cost=(i + 1) * 0.25, tokens=(i + 1) * 10, input_tokens=(i + 1) * 6, output_tokens=(i + 1) * 4)
+         for i, name in enumerate(names)]
+        + [TokenEvent(at=at, run_id=1, step="s", attempt=500, agent="writer", workflow="nightly", model="m-000",
+                      cost=0.0, tokens=5)])  # a second call of the cheapest model, which never said its split
+    client.force_login(operator)
+    html = client.get(reverse("console:spend")).content.decode()
+    assert "31312.50 spent on 501 calls" in text(html)  # the total counts every call, shown or summed
+    models = rows(html, "model")
+    assert len(models) == 20 and list(models)[1:] == [f"m-{i:03d}" for i in range(498, 479, -1)]
+    assert "<script>alert" not in html and models["&lt;script&gt;alert(1)&lt;/script&gt;" + "x" * 103].endswith(
+        "125.00 3,000 2,000 5,000 1")
+    others = re.findall(r'<tr class="spend-others" data-model-others="(\d+)">(.*?)</tr>', html, re.S)
+    # the 480 cheapest models: quarters 1..480 (28,860.00), tokens 10 each quarter and the 5 unsplit, 481 calls
+    assert [(n, text(row)) for n, row in others] == [("480", "480 others 28860.00 692,640 461,760 1,154,405 481")]
+    assert list(rows(html, "workflow")) == ["nightly"] and 'data-workflow-others' not in html  # one workflow
+
+
+@pytest.mark.parametrize("agents, said", [(20, None), (21, "1 other 0.00 0 0 0 1"), (22, "2 others 0.00 0 0 0 2")])
+def test_a_grouping_sums_only_the_groups_past_the_top_twenty(client, operator, agents, said):
+    at = datetime(2026, 11, 2, tzinfo=UTC)
+    TokenEvent.objects.bulk_create([
+        TokenEvent(at=at, run_id=1, step="s", attempt=i, agent=f"a-{i:02d}", workflow="nightly",
+                   cost=1.0 if i < 20 else 0.0, tokens=1 if i < 20 else 0) for i in range(agents)])
+    client.force_login(operator)
+    html = client.get(reverse("console:spend")).content.decode()
+    assert list(rows(html, "agent")) == [f"a-{i:02d}" for i in range(20)]  # a tie is ordered by name
+    found = re.search(r'<tr class="spend-others" data-agent-others="\d+">(.*?)</tr>', html, re.S)
+    assert (text(found.group(1)) if found else None) == said
