@@ -31,7 +31,7 @@ WIDTH = "() => document.documentElement.scrollWidth"
 
 def test_the_artifacts_of_a_shell_step_are_listed_and_one_downloads_with_its_digest(console, browser):
     run_id = save_and_start(console, WRITES_REPORTS, "writes_reports")
-    olive = console.login_in(browser.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True),
+    olive = console.login_in(browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True),
                              "olive")
     olive.goto(f"{console.url}/runs/{run_id}/")
     olive.wait_for_function("() => window.forgeRun && window.forgeRun.runStatus === 'completed'")
@@ -55,6 +55,8 @@ def test_the_artifacts_of_a_shell_step_are_listed_and_one_downloads_with_its_dig
     olive.locator(f"{PANEL} ul.refused").scroll_into_view_if_needed()  # the panel scrolls inside its card
     console.shot(olive, "artifacts-step-panel")
 
+    link, panel = numbers.locator("a.download").bounding_box(), olive.locator(PANEL).bounding_box()
+    assert link["x"] + link["width"] <= panel["x"] + panel["width"], "the download link is cut off by the panel"
     with olive.expect_download() as caught:
         numbers.locator("a.download").click()
     download = caught.value
