@@ -121,7 +121,8 @@ def execute_step(run_id: int, step: str, attempt: int, fence: int, resume: bool 
         return f"retry {result.number} at {result.due:%H:%M:%S}"
     if result.deferred:
         # A gateway took it and will call back; the attempt is held until its deadline.
-        leases.deferred(claim.row_id, claim.fence)
+        if not leases.deferred(claim.row_id, claim.fence) and claim.route:
+            gateways.tell_if_ended(claim, claim.route.get("gateway") or "")  # it ended while the POST was in flight
         return "deferred"
     if not result.ok and stopping.requested():
         leases.handed_back(claim.row_id, claim.fence)

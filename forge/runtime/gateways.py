@@ -15,7 +15,8 @@ Each contact of a gateway is a RunEvent of kind `gateway`: `{"attempt",
 `accepted` (202), `unreachable`, `retry`, `cancel_sent` or `cancel_failed`.
 The gateway that took the attempt is kept in the route (`gateway`): its
 callback token is the one accepted, and its `cancel_url` is told when the
-attempt is cancelled or times out.
+attempt is cancelled or times out, by the round that ends it, or by the
+worker when that happened while its POST was in flight (`tell_if_ended`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from django.utils import timezone
 
 from engine.executors import StepResult
 from engine.executors.httpcall import Reply, post_json
+from engine.interpreter.state import StepStatus
 from forge import live
+from forge.audit.models import AuditEvent
 from forge.governance import health
 from forge.governance.models import Gateway
 from forge.runs.models import Run, RunEvent, StepResult as StepRow
@@ -96,6 +99,7 @@ def execute(claim, cancel: threading.Event, watch=None) -> StepResult | Retry:
         result = agents.execute(claim.agent, claim.request, cancel, watch, gateway=gateway)
         if cancel.is_set() or result.error_code == "cancelled":
             log_contacts(claim.run_id, claim.step, contacts)  # cancelled, or the cluster stops: nothing measured
+            tell_if_ended(claim, name)  # the POST was abandoned in flight: the gateway may have taken it all the same
             return result
         if result.error_code == UNREACHABLE:
             health.failed(gateway.pk, result.error or "could not connect")
@@ -177,21 +181,47 @@ def cancel_taken(effects, command) -> None:
                      later=effects.on_commit)
 
 
+def tell_if_ended(claim, gateway: str) -> bool:
+    """The worker's POST of its attempt to `gateway` came back (a 202 it could no longer record) or was abandoned
+    because the attempt is no longer its own. When the attempt ended meanwhile (cancelled, timed out, its run
+    ended), the round that ended it saw a worker holding it, not a gateway, and told nobody: the gateway, which may
+    have taken it, is told here. Not when another worker took the attempt over: it is still running and is sent
+    again under the same run, step, attempt and iteration, which a cancel would stop too; nor when the cluster
+    stops (the attempt is handed back). True when a cancel was queued."""
+    row = StepRow.objects.filter(pk=claim.row_id).values("status", "attempt", "iteration", "lease_owner",
+                                                          "error_code").first()
+    if row is not None and row["status"] == StepStatus.RUNNING and row["lease_owner"] != leases.Owner.INBOX \
+            and (row["attempt"], row["iteration"]) == (claim.attempt, claim.iteration):
+        return False  # still running: taken over, or this cluster stops
+    cancelled = (AuditEvent.objects.filter(run_id=claim.run_id, step=claim.step, attempt=claim.attempt,
+                                           code="forge.step.cancelled").values_list("detail", flat=True).last())
+    reason = (cancelled or {}).get("reason") if isinstance(cancelled, dict) else None
+    if not reason and row is not None and row["attempt"] == claim.attempt:
+        reason = row["error_code"]
+    return _queue_tell(claim.run_id, claim.step, claim.attempt, claim.iteration, getattr(claim.agent, "name", ""),
+                       gateway, str(reason or "cancelled"))
+
+
 def queue_cancel(run_id: int, step: str, attempt: int, iteration: int, agent: str, dispatch: dict | None,
                  reason: str, *, later=None) -> None:
     """Queue the task that tells the gateway which took this attempt (its route's `gateway`), if it has a
     cancel_url; `later` defers the queueing (a round's on_commit)."""
     gateway = ((dispatch or {}).get(ROUTE) or {}).get("gateway")
-    if not gateway or (dispatch or {}).get("attempt") != attempt:
-        return
-    if not Gateway.objects.filter(name=gateway).exclude(cancel_url="").exists():
-        return
+    if gateway and (dispatch or {}).get("attempt") == attempt:
+        _queue_tell(run_id, step, attempt, iteration, agent, gateway, reason, later=later)
+
+
+def _queue_tell(run_id: int, step: str, attempt: int, iteration: int, agent: str, gateway: str, reason: str, *,
+                later=None) -> bool:
+    if not gateway or not Gateway.objects.filter(name=gateway).exclude(cancel_url="").exists():
+        return False
     args = (run_id, step, attempt, iteration, agent, gateway, reason)
 
     def send() -> None:
         queue.enqueue(queue.CANCEL_AT_GATEWAY, *args, task_name=f"cancel run {run_id} {step}#{attempt} at {gateway}")
 
     (later or (lambda callback: callback()))(send)
+    return True
 
 
 def tell_cancel(run_id: int, step: str, attempt: int, iteration: int, agent_name: str, gateway_name: str,

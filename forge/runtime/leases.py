@@ -86,9 +86,12 @@ def claim(row_id: int, fence: int, now) -> None:
                               "lease_expires_at": lease_until(now)}, id=row_id)
 
 
-def deferred(row_id: int, fence: int) -> None:
-    """A gateway took the attempt and will call back; the timeout enforcer watches its deadline."""
-    StepResult.objects.filter(pk=row_id, fence=fence).update(executing=False, lease_owner=Owner.GATEWAY)
+def deferred(row_id: int, fence: int) -> bool:
+    """A gateway took the attempt and will call back; the timeout enforcer watches its deadline. False: the attempt
+    was no longer this worker's when the gateway's 202 came (cancelled, timed out or taken over meanwhile: a new
+    fence, or its result recorded by the timeout enforcer), and nothing was written."""
+    return bool(StepResult.objects.filter(pk=row_id, fence=fence, lease_owner=worker(), status=StepStatus.RUNNING)
+                .update(executing=False, lease_owner=Owner.GATEWAY))
 
 
 def retry_at(row_id: int, fence: int, due) -> None:
