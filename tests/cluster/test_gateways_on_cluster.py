@@ -6,13 +6,12 @@ fails. The waits are the deployment's settings (short here); the test waits on c
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from tests.cluster.conftest import start_run
 from tests.cluster.harness import Deployment
+from tests.fake_gateway import FakeGateway
 
 pytestmark = pytest.mark.slow
 
@@ -28,53 +27,9 @@ steps:
 """
 
 
-class FakeGateway:
-    """Answers dispatches with a result and its health URL with 200, on a port that refuses while it is down."""
-
-    def __init__(self):
-        self.port = 0
-        self.server = None
-        self.dispatches = 0
-
-    def up(self) -> FakeGateway:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - http.server's naming
-                self.answer({"status": "ok"})
-
-            def do_POST(self):  # noqa: N802
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                fake.dispatches += 1
-                self.answer({"ok": True, "outputs": {"done": True}})
-
-            def answer(self, body):
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        return self
-
-    def down(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.server = None
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 def routed(request, tmp_path):
-    east, west = FakeGateway().up(), FakeGateway().up()
+    east, west = FakeGateway("east").up(), FakeGateway("west").up()
     deployment = Deployment(tmp_path, request.param,
                             FORGE_EGRESS_ALLOW=f"127.0.0.1:{east.port},127.0.0.1:{west.port}",
                             FORGE_GATEWAY_PROBE_S="0.3", FORGE_GATEWAY_PROBE_TIMEOUT_S="2",
