@@ -8,22 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.typo_workflow import SAID, TYPO
+
 ROOT = Path(__file__).resolve().parents[2]
 
-TYPO = """\
-name: typo
-steps:
-  - id: probe
-    agent: mock
-    command: probe
-    outputs: {ready: {type: boolean}}
-    mock: {outputs: {ready: true}}
-  - id: deploy
-    agent: mock
-    command: deploy
-    depends_on: [probe]
-    condition: "redy"
-"""
 
 
 def engine(*argv: str) -> subprocess.CompletedProcess:
@@ -41,8 +29,7 @@ def typo(tmp_path) -> str:
 def test_validate_lists_the_warning_with_its_line_and_exits_0(typo):
     done = engine("validate", typo)
     assert done.returncode == 0
-    assert f"{typo}:12:16: warning unknown_name [deploy]: 'redy' is not a name in scope in `condition` " \
-           "(did you mean 'ready'?)" in done.stdout
+    assert f"{typo}:12:16: warning unknown_name [deploy]: {SAID}" in done.stdout
     assert done.stdout.strip().endswith("valid (2 steps)")
     as_json = json.loads(engine("validate", typo, "--json").stdout)
     assert as_json["valid"] is True and [(w["code"], w["line"]) for w in as_json["warnings"]] == [("unknown_name", 12)]

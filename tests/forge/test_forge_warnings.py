@@ -7,22 +7,7 @@ import pytest
 
 from forge.runs.models import Run
 from tests.forge.test_forge_command import run_command
-
-TYPO = """\
-name: typo
-steps:
-  - id: probe
-    agent: mock
-    command: probe
-    outputs: {ready: {type: boolean}}
-    mock: {outputs: {ready: true}}
-  - id: deploy
-    agent: mock
-    command: deploy
-    depends_on: [probe]
-    condition: "redy"
-"""
-SAID = "'redy' is not a name in scope in `condition` (did you mean 'ready'?)"
+from tests.typo_workflow import SAID, TYPO
 
 
 @pytest.fixture

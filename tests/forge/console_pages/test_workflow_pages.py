@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from forge.audit.models import AuditEvent
 from forge.runs.models import Run
+from tests.typo_workflow import TYPO
 
 pytestmark = pytest.mark.django_db
 
@@ -111,20 +112,6 @@ def test_the_page_carries_the_latest_version_s_graph(client, typed, operator):
 
 # -- validation warnings (spec 15: unknown_name) -------------------------------------------------------------
 
-TYPO = """\
-name: typo
-steps:
-  - id: probe
-    agent: mock
-    command: probe
-    outputs: {ready: {type: boolean}}
-  - id: deploy
-    agent: mock
-    command: deploy
-    depends_on: [probe]
-    condition: "redy"
-"""
-
 
 def test_the_workflow_page_lists_the_versions_warnings_with_their_lines(client, save_workflow, operator):
     save_workflow(TYPO, user=operator)
@@ -132,7 +119,7 @@ def test_the_workflow_page_lists_the_versions_warnings_with_their_lines(client, 
     html = client.get(reverse("console:workflow", args=["typo"])).content.decode()
     section = html[html.index('id="warnings"'):html.index("</section>", html.index('id="warnings"'))]
     assert "1 warning in v1" in section
-    assert "line 11, column 16: step <code>deploy</code>: <code>unknown_name</code> " \
+    assert "line 12, column 16: step <code>deploy</code>: <code>unknown_name</code> " \
            "&#x27;redy&#x27; is not a name in scope in `condition` (did you mean &#x27;ready&#x27;?)" in section
 
 
