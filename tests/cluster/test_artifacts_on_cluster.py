@@ -1,6 +1,7 @@
 """Artifacts (spec 15) on a real cluster, on SQLite and on PostgreSQL + Redis: a shell step's files are kept and
-refused as the local runner lists them (a link and a file over the bound refused, a file in a subdirectory kept),
-the kept bytes are stored under FORGE_ARTIFACTS_DIR by their digest, and the next step reads the run's directory."""
+refused as the local runner lists them (a link, a fifo and a file over the bound refused, a file in a
+subdirectory kept), the kept bytes are stored under FORGE_ARTIFACTS_DIR by their digest, and the next step reads the
+run's directory."""
 
 from __future__ import annotations
 
@@ -11,27 +12,12 @@ import sys
 
 import pytest
 
+from tests.artifact_workflow import keeps
 from tests.cluster.harness import ROOT, Deployment
 
 pytestmark = pytest.mark.slow
 
-WORKFLOW = """
-name: cluster_keeps
-steps:
-  - id: build
-    agent: shell
-    command: |
-      mkdir -p report
-      printf 'hello' > out.txt
-      printf 'deep inside' > report/summary.txt
-      ln -s /etc/passwd passwd.txt
-      head -c 11000000 /dev/zero > big.bin
-    artifacts: ["*.txt", "report/*.txt", "big.bin"]
-  - id: read
-    agent: shell
-    command: cat out.txt report/summary.txt
-    depends_on: [build]
-"""
+WORKFLOW = keeps("cluster_keeps", big_bytes=11_000_000)  # over the default bound, 10 MiB
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
@@ -54,7 +40,7 @@ def test_a_shell_steps_artifacts_are_kept_as_the_local_runner_lists_them(tmp_pat
     assert actual["steps"]["build"]["artifacts"] == expected["steps"]["build"]["artifacts"]
     listed = actual["steps"]["build"]["artifacts"]
     assert [(k["path"], k["size"]) for k in listed["kept"]] == [("out.txt", 5), ("report/summary.txt", 11)]
-    assert {r["path"] for r in listed["refused"]} == {"passwd.txt", "big.bin"}
+    assert {r["path"] for r in listed["refused"]} == {"passwd.txt", "big.bin", "pipe.txt"}
     assert actual["steps"]["read"]["stdout"].strip() == "hellodeep inside"
     for _, sha256, name in stored:
         data = (tmp_path / "data" / "artifacts" / name).read_bytes()

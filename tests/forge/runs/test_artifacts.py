@@ -16,30 +16,14 @@ import pytest
 from forge.runs import artifacts, services
 from forge.runs.models import Artifact, RunEvent, StepResult
 from forge.runtime.execution import workdir
+from tests.artifact_workflow import keeps
 from tests.forge.conftest import steps_of
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 BOUND = 1000  # bytes per file in these tests
 
-KEEPS = """
-name: keeps
-steps:
-  - id: build
-    agent: shell
-    command: |
-      mkdir -p report
-      printf 'hello' > out.txt
-      printf 'deep inside' > report/summary.txt
-      ln -s /etc/passwd passwd.txt
-      head -c 2000 /dev/zero > big.bin
-      mkfifo pipe.txt
-    artifacts: ["*.txt", "report/*.txt", "big.bin", "missing.pdf"]
-  - id: read
-    agent: shell
-    command: cat out.txt report/summary.txt
-    depends_on: [build]
-"""
+KEEPS = keeps("keeps", big_bytes=2 * BOUND)
 
 
 @pytest.fixture
