@@ -5,12 +5,9 @@ the steps run, reject and the run ends cancelled (`start_rejected`).
 Transactional database: runs start and advance on commit (django-q2 sync), as on a cluster.
 """
 
-import io
-
 import pytest
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
-from django.core.management import call_command
 from django.urls import reverse
 
 from forge.audit.models import AuditEvent
@@ -24,6 +21,7 @@ from forge.schedules.firing import fire_due_schedules
 from forge.schedules.models import Schedule
 from tests.forge.conftest import member
 from tests.forge.schedules.conftest import utc
+from tests.forge.test_forge_command import run_command as forge
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -135,15 +133,6 @@ def test_a_schedule_without_require_approval_starts_its_run_at_once(add_schedule
     add_schedule(report)
     fire_due_schedules(now=DUE)
     assert Run.objects.get().status == "completed" and not Approval.objects.exists()
-
-
-def forge(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command("forge", *argv, stdout=out, stderr=err)
-    except SystemExit as exited:
-        return exited.code, out.getvalue(), err.getvalue()
-    return 0, out.getvalue(), err.getvalue()
 
 
 def test_the_cli_lists_and_approves_a_held_start_without_a_step(add_schedule, report, operator, approver):

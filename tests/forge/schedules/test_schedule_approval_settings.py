@@ -2,17 +2,15 @@
 `forge schedule add --require-approval --approver`, the listing, and the admin's form; each change audited, bad
 input refused with nothing changed."""
 
-import io
-
 import pytest
 from django.contrib.auth.models import Group
-from django.core.management import call_command
 from django.urls import reverse
 
 from forge.audit.models import AuditEvent
 from forge.schedules import services
 from forge.schedules.models import Schedule
 from tests.forge.admin_pages import staff
+from tests.forge.test_forge_command import run_command as forge
 
 pytestmark = pytest.mark.django_db
 
@@ -59,15 +57,6 @@ def test_changing_whether_it_requires_approval_is_audited_before_and_after(add_s
         services.schedule_update(user=operator, schedule=schedule, approvers=["Nobody"])
     schedule.refresh_from_db()
     assert schedule.approvers == ["Finance"]
-
-
-def forge(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command("forge", *argv, stdout=out, stderr=err)
-    except SystemExit as exited:
-        return exited.code, out.getvalue(), err.getvalue()
-    return 0, out.getvalue(), err.getvalue()
 
 
 def add(*more: str) -> tuple[int, str, str]:

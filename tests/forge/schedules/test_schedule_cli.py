@@ -1,25 +1,15 @@
 """`forge schedules`, `forge schedule add|pause|resume|delete` and `forge killswitch`, as people type them."""
 
-import io
 import json
 
 import pytest
-from django.core.management import call_command
 
 from forge.audit.models import AuditEvent
 from forge.schedules.models import Schedule
 from forge.schedules.selectors import kill_switch
+from tests.forge.test_forge_command import run_command as forge
 
 pytestmark = pytest.mark.django_db
-
-
-def forge(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command("forge", *argv, stdout=out, stderr=err)
-    except SystemExit as exited:
-        return exited.code, out.getvalue(), err.getvalue()
-    return 0, out.getvalue(), err.getvalue()
 
 
 def add(*more: str, user: str = "olive") -> tuple[int, str, str]:
