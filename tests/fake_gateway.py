@@ -1,10 +1,23 @@
-"""A fake gateway: a real HTTP server on 127.0.0.1 that can go down (its port refuses) and come up on the same port."""
+"""A fake gateway, a real HTTP server on 127.0.0.1 that can go down (its port refuses) and come up on the same
+port, and the workflow the gateway tests route through it."""
 
 from __future__ import annotations
 
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# A step for the http agent `routed`, which needs a gateway with a GPU and is done when the gateway says so.
+WORKFLOW = """
+name: routed
+steps:
+  - id: work
+    agent: routed
+    command: "train the model"
+    timeout: 60
+    capabilities: [gpu]
+    outputs: {done: {type: boolean}}
+"""
 
 
 class FakeGateway:

@@ -11,20 +11,9 @@ import pytest
 
 from tests.cluster.conftest import start_run
 from tests.cluster.harness import Deployment
-from tests.fake_gateway import FakeGateway
+from tests.fake_gateway import WORKFLOW, FakeGateway
 
 pytestmark = pytest.mark.slow
-
-WORKFLOW = """
-name: routed_on_cluster
-steps:
-  - id: work
-    agent: routed
-    command: "train the model"
-    timeout: 60
-    capabilities: [gpu]
-    outputs: {done: {type: boolean}}
-"""
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

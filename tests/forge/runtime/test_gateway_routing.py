@@ -24,22 +24,12 @@ from forge.runtime.broker import Clock
 from forge.runtime.gateways import wake_due_retries
 from forge.runtime.probe import probe_gateways
 from forge.runtime.recovery import reap
-from tests.fake_gateway import FakeGateway
+from tests.fake_gateway import WORKFLOW, FakeGateway
 from tests.forge.conftest import fast_forward
 
 pytestmark = pytest.mark.django_db
 
 TOKEN_ENV = "FORGE_AGENT_SECRET_ROUTED_TOKEN"
-WORKFLOW = """
-name: routed
-steps:
-  - id: work
-    agent: routed
-    command: "train the model"
-    timeout: 60
-    capabilities: [gpu]
-    outputs: {done: {type: boolean}}
-"""
 
 
 @pytest.fixture
