@@ -19,9 +19,9 @@ from forge.runs.models import Run, StepResult
 from forge.runs import services
 from forge.runtime import leases
 from forge.runtime.execution import execute_step
-from tests.fake_gateway import FakeGateway
+from tests.fake_gateway import WORKFLOW, FakeGateway
 from tests.forge.conftest import fast_forward
-from tests.forge.runtime.test_gateway_routing import WORKFLOW, contacts, register, work
+from tests.forge.runtime.test_gateway_routing import contacts, register, work
 from tests.forge.runtime.test_gateway_routing import gateways  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
