@@ -379,3 +379,23 @@ class TestCommandLine:
         assert code == 2
         assert "asks for a reply, not a decision" in err
         assert Approval.objects.get(kind="reply").status == Approval.PENDING
+
+
+def test_forge_run_checks_a_reply_request_that_comes_while_it_reads_whether_the_run_is_paused(
+        operator, save_workflow, monkeypatch):
+    """Under load the request can appear between the wait's reads: it must still be checked (exit 2), never
+    taken for a pause (exit 3). The request is hidden until the wait asks whether the run is paused."""
+    from engine.terminal import UsageError
+    from forge.runs.management.commands import forge as command
+    run = start(save_workflow, operator)
+    request = pending(run)
+    Approval.objects.filter(pk=request.pk).update(status="not yet")
+    real = command.is_paused
+
+    def request_arrives(checked_run):
+        Approval.objects.filter(pk=request.pk).update(status=Approval.PENDING)
+        return real(checked_run)
+
+    monkeypatch.setattr(command, "is_paused", request_arrives)
+    with pytest.raises(UsageError, match="asks for a reply, not a decision"):
+        command.Command()._wait(run, {"ask": "approve"}, {}, timeout=30)

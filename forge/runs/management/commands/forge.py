@@ -226,6 +226,10 @@ class Command(BaseCommand):
             run.refresh_from_db()
             if run.finished:
                 return run
+            # Paused is read first: from then on only a person changes the pending requests read next, so the
+            # requests checked below are the ones the run waits on (read in the other order, a request that came
+            # between the two reads ended the wait as paused without being checked).
+            paused, acted = is_paused(run), False
             for approval in Approval.objects.filter(run=run, status=Approval.PENDING).exclude(pk__in=answered):
                 if approval.kind == Approval.REPLY and approval.step in decisions:
                     # As the local runner: a decision does not answer a reply request.
@@ -235,13 +239,12 @@ class Command(BaseCommand):
                 if not answerable(approval):
                     continue
                 answered.add(approval.pk)
+                acted = True
                 if approval.kind == Approval.REPLY:
                     services.reply_give(user=self.user, approval=approval, text=replies[approval.step].pop(0))
                 else:
                     services.approval_decide(user=self.user, approval=approval, decision=decisions[approval.step])
-            if is_paused(run) and not any(answerable(a) for a in
-                                          Approval.objects.filter(run=run, status=Approval.PENDING)
-                                          .exclude(pk__in=answered)):
+            if paused and not acted:
                 return run
             if deadline is not None and time.monotonic() > deadline:
                 self.stderr.write(f"forge: run {run.pk} is still {run.status} after {timeout:g} s; "
