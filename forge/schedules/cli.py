@@ -94,7 +94,7 @@ def _add(command, options) -> int:
     if options["json"]:
         command.stdout.write(json.dumps(schedule_row(schedule), ensure_ascii=False))
     else:
-        held = (f"; each run waits for {_approval(schedule_row(schedule))} before its first step"
+        held = (f"; each run waits for approval by {approvers_words(schedule.approvers)} before its first step"
                 if schedule.require_approval else "")
         command.stdout.write(f"schedule {schedule.pk} added: {schedule.workflow.name} at {schedule.cron} "
                              f"({schedule.timezone}); "
