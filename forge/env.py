@@ -41,9 +41,7 @@ def env_seconds_list(name: str, default: tuple[float, ...]) -> tuple[float, ...]
     if raw is None:
         return default
     waits = []
-    for item in (part.strip() for part in raw.split(",")):
-        if not item:
-            continue
+    for item in env_list(name):
         try:
             value = float(item)
         except ValueError:
