@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from engine.workflow import Workflow
-from forge.governance.context import configuration
+from forge.governance.context import configuration, gateway_names
 from forge.governance.models import Agent, model_price
 from forge.runs.models import Run
 from forge.runtime import store
@@ -57,7 +57,7 @@ def step_agents(workflow: Workflow) -> set[str]:
 def pin_of(agent: Agent) -> dict[str, Any]:
     """One agent's pin: plain JSON, read from its row now."""
     config = agent.config if isinstance(agent.config, dict) else {}
-    gateways = [route.gateway.name for route in agent.routes.all()]  # ordered by position (AgentGateway.Meta)
+    gateways = list(gateway_names(agent))  # a live row's, ordered by position (AgentGateway.Meta)
     prices = model_price(config) if agent.provider == "openai" else None
     return {"provider": agent.provider, "config": config, "gateways": gateways,
             "prices": list(prices) if prices else None,
