@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 
 from forge.runs.artifacts import REFUSED, artifacts_of
 from forge.runs.models import Run, RunEvent
@@ -33,7 +33,7 @@ class Kept:
     sha256: str
     attempt: int
     iteration: int
-    url: str  # its download ("" while the console has no download view)
+    url: str  # its download
 
     @property
     def size_text(self) -> str:
@@ -52,20 +52,13 @@ class Refused:
     iteration: int
 
 
-def _download(run: Run, pk: int) -> str:
-    try:
-        return reverse("console:artifact", args=[run.pk, pk])
-    except NoReverseMatch:
-        return ""
-
-
 def _int(value) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def step_artifacts(run: Run, step: str) -> tuple[list[Kept], list[Refused]]:
-    kept = [Kept(a.pk, a.path, a.size, a.sha256, a.attempt, a.iteration, _download(run, a.pk))
-            for a in artifacts_of(run, step)]
+    kept = [Kept(a.pk, a.path, a.size, a.sha256, a.attempt, a.iteration,
+                 reverse("console:artifact", args=[run.pk, a.pk])) for a in artifacts_of(run, step)]
     refused = []
     for data in (RunEvent.objects.filter(run=run, step=step, kind=REFUSED).order_by("id")
                  .values_list("data", flat=True)):
