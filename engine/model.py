@@ -22,7 +22,7 @@ OnFailure = Literal["halt", "skip", "retry_once", "retry_once_then_escalate", "f
 TriggerRule = Literal["all_done_default", "all_success", "one_success", "none_failed_min_one_success", "all_done"]
 RETRYING_POLICIES = frozenset({"retry_once", "retry_once_then_escalate", "retry"})
 
-_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([smh])\s*$")
+_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([smhd])\s*$")  # "d": the document timeout's alone
 _UNITS = {"s": 1, "m": 60, "h": 3600}
 MAX_TIMEOUT_S = 7 * 24 * 3600
 
@@ -36,7 +36,7 @@ def parse_duration(value: Any) -> float:
             seconds = float(value)
         except OverflowError:
             seconds = float("inf")
-    elif isinstance(value, str) and (match := _DURATION.match(value)):
+    elif isinstance(value, str) and (match := _DURATION.match(value)) and match.group(2) in _UNITS:
         seconds = float(match.group(1)) * _UNITS[match.group(2)]
     else:
         raise ValueError("must be a number of seconds or a string such as \"90s\", \"5m\", \"1h\"")
@@ -45,13 +45,12 @@ def parse_duration(value: Any) -> float:
     return seconds
 
 
-_RUN_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([smhd])\s*$")
 MAX_RUN_TIMEOUT_S = 7 * 24 * 3600  # the document timeout's own bound (spec 15); an installation may lower it
 
 
 def parse_run_timeout(value: Any) -> float:
     """Seconds from a document's `timeout`: a step timeout's forms plus "<n>d", at most MAX_RUN_TIMEOUT_S."""
-    if isinstance(value, str) and (match := _RUN_DURATION.match(value)) and match.group(2) == "d":
+    if isinstance(value, str) and (match := _DURATION.match(value)) and match.group(2) == "d":
         seconds = float(match.group(1)) * 86400
         if not 0 < seconds <= MAX_RUN_TIMEOUT_S:
             raise ValueError(f"must be more than 0 and at most {MAX_RUN_TIMEOUT_S} seconds (7 days)")
