@@ -105,7 +105,8 @@ class PinnedAgent:
         return json.dumps(self.config, ensure_ascii=False, indent=2, sort_keys=True) if self.config else ""
 
 
-def _int(value: Any) -> int:
+def positive_int(value: Any) -> int:
+    """A count or number an event recorded, or 0 when it is missing, not a whole number, or not above zero."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
@@ -134,15 +135,15 @@ def attempt_calls(run: Run, step: str) -> list[AttemptCall]:
         elif kind == "gateway":
             if (call := _attempt(calls, data)) is not None:
                 call.contacts.append(Contact(str(data.get("gateway") or ""), str(data.get("outcome") or ""),
-                                             str(data.get("reason") or ""), _int(data.get("iteration"))))
+                                             str(data.get("reason") or ""), positive_int(data.get("iteration"))))
         elif data.get("type") == "StepFinished" and (call := _attempt(calls, data)) is not None:
             # Read with .get: results recorded before the model and the token split were kept have neither.
             model = data.get("model")
             if isinstance(model, str) and model and model not in call.models:
                 call.models.append(model)
-            call.input_tokens += _int(data.get("input_tokens"))
-            call.output_tokens += _int(data.get("output_tokens"))
-            call.tokens += _int(data.get("tokens"))
+            call.input_tokens += positive_int(data.get("input_tokens"))
+            call.output_tokens += positive_int(data.get("output_tokens"))
+            call.tokens += positive_int(data.get("tokens"))
             cost = data.get("cost")
             call.cost += cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else 0.0
             call.finished += 1

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from django.urls import reverse
 
+from forge.console.attempt_calls import positive_int
 from forge.runs.artifacts import REFUSED, artifacts_of
 from forge.runs.models import Run, RunEvent
 
@@ -52,10 +53,6 @@ class Refused:
     iteration: int
 
 
-def _int(value) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
 def step_artifacts(run: Run, step: str) -> tuple[list[Kept], list[Refused]]:
     kept = [Kept(a.pk, a.path, a.size, a.sha256, a.attempt, a.iteration,
                  reverse("console:artifact", args=[run.pk, a.pk])) for a in artifacts_of(run, step)]
@@ -64,5 +61,5 @@ def step_artifacts(run: Run, step: str) -> tuple[list[Kept], list[Refused]]:
                  .values_list("data", flat=True)):
         if isinstance(data, dict):
             refused.append(Refused(str(data.get("path") or ""), str(data.get("reason") or ""),
-                                   _int(data.get("attempt")), _int(data.get("iteration"))))
+                                   positive_int(data.get("attempt")), positive_int(data.get("iteration"))))
     return kept, refused
