@@ -94,7 +94,7 @@ def duration_text(seconds: float, *, ticking: bool = False) -> str:
 
 
 def left_text(seconds: float) -> str:
-    """Time left in the countdowns' words (countdown.js, run_actions.js): "1h 0m 5s", "4m 12s", "9s"; "passed"
+    """Time left in the countdowns' words (countdown.js, which run_actions.js uses): "1h 0m 5s", "4m 12s", "9s"; "passed"
     at or after zero."""
     seconds = round(seconds)
     if seconds <= 0:

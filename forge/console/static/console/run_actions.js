@@ -27,19 +27,12 @@
     return r + " s";
   }
 
-  // The same words as run_head.left_text and countdown.js: "1h 0m 5s", "4m 12s".
-  function left(seconds) {
-    const s = Math.round(seconds);
-    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
-    return (h ? h + "h " : "") + (h || m ? m + "m " : "") + r + "s";
-  }
-
   function tick() {
     clock.textContent = words(((end ?? Date.now() + skew) - start) / 1000, end === null);
     if (due !== null && end === null) {
-      const seconds = (due - (Date.now() + skew)) / 1000;
-      deadline.querySelector(".deadline-left").textContent =
-        Math.round(seconds) > 0 ? "deadline in " + left(seconds) : "deadline passed: the run is being stopped";
+      const seconds = Math.round((due - (Date.now() + skew)) / 1000);
+      deadline.querySelector(".deadline-left").textContent =  // the words of countdown.js, loaded before
+        seconds > 0 ? "deadline in " + window.forgeTimeLeft(seconds) : "deadline passed: the run is being stopped";
     }
   }
 
