@@ -52,6 +52,7 @@ class WorkflowVersion(models.Model):
     # deactivate instead); SET_NULL would rewrite it, which the queryset refuses (a 500 on deleting anyone).
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
                                    related_name="+")
+    message = models.CharField(max_length=500, blank=True, help_text="what the person who saved it said of it")
 
     objects = ImmutableVersions.as_manager()
 
@@ -103,3 +104,53 @@ class GraphLayout(models.Model):
 
     def __str__(self) -> str:
         return f"layout {self.content_hash[:12]}"
+
+
+class Draft(models.Model):
+    """One person's unsaved text of a workflow in the editor: it survives a reload until saved or discarded.
+
+    `workflow` is None for a workflow not saved yet; `base_version` is the version the text was started from (a
+    save based on an older version than the latest is a conflict to merge). `revision` grows with every write
+    from the page, so a late write of older text is ignored. `placements` holds where the person put the steps of
+    a workflow not saved yet (a saved workflow keeps them in StepPlacement)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    workflow = models.ForeignKey(Workflow, null=True, blank=True, on_delete=models.CASCADE, related_name="drafts")
+    base_version = models.ForeignKey(WorkflowVersion, null=True, blank=True, on_delete=models.CASCADE,
+                                     related_name="+")
+    text = models.TextField(blank=True)
+    revision = models.PositiveBigIntegerField(default=0)
+    placements = models.JSONField(default=dict, blank=True, help_text='step id -> {"x": number, "y": number}')
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "workflow"], condition=models.Q(workflow__isnull=False),
+                                    name="one_draft_per_person_per_workflow"),
+        ]
+
+    def __str__(self) -> str:
+        return f"draft {self.pk} of {self.workflow or 'a new workflow'} by {self.user_id}"
+
+
+class StepPlacement(models.Model):
+    """Where a person put a step of a workflow on its graph, by step id: the truth for the workflow page, the
+    editor and the run view alike. Not part of the YAML (moving a step changes no version); ELK lays out only
+    the steps nobody placed (GraphLayout caches that)."""
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="placements")
+    step_id = models.CharField(max_length=64)
+    x = models.FloatField()
+    y = models.FloatField()
+    placed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="+")
+    placed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["workflow", "step_id"]
+        constraints = [models.UniqueConstraint(fields=["workflow", "step_id"], name="one_placement_per_step")]
+
+    def __str__(self) -> str:
+        return f"{self.workflow} {self.step_id} at ({self.x:g}, {self.y:g})"
