@@ -106,15 +106,30 @@ def first_gateway(agent) -> Gateway | None:
 def execute(agent, request: StepRequest, cancel: threading.Event, watch=None, gateway=None) -> StepResult:
     """Run one call of the agent (None: deleted since the step was dispatched), through `gateway` when routing
     chose one; a missing agent, a misconfiguration or an executor bug ends the step, never the worker."""
+    if (refused := refusal(agent, request)) is not None:
+        return refused
+    try:
+        executor = executor_for(agent, watch, gateway)
+    except AgentMisconfigured as exc:
+        return StepResult.failure(str(exc))
+    return call(agent, executor, request, cancel)
+
+
+def refusal(agent, request: StepRequest) -> StepResult | None:
+    """The step's failure before any executor is built or anything is sent, or None when it may be called."""
     if agent is None:
         return StepResult.failure(f"agent {request.agent!r} no longer exists")
     # Checked when the run started against its pins; again here for an agent the run could not pin (created since).
     if overlay := overlay_problems(request.step, agent.name, agent.overridable, agent.config, request.agent_config):
         return StepResult.failure(f"{AGENT_CONFIG_REFUSED}: {'; '.join(overlay)}", AGENT_CONFIG_REFUSED)
+    return None
+
+
+def call(agent, executor, request: StepRequest, cancel: threading.Event) -> StepResult:
+    """One call through an executor `executor_for` built; an executor bug is the step's failure, and no result
+    shows the agent's secrets."""
     try:
-        result = executor_for(agent, watch, gateway).execute(request, cancel)
-    except AgentMisconfigured as exc:
-        return StepResult.failure(str(exc))
+        result = executor.execute(request, cancel)
     except Exception as exc:  # noqa: BLE001 - any executor fault is the step's failure
         result = StepResult.failure(f"the {agent.provider} agent failed: {type(exc).__name__}: {exc}"[:500])
     return secrets_hidden(result, secret_values(agent))

@@ -83,6 +83,8 @@ def execute(claim, cancel: threading.Event, watch=None) -> StepResult | Retry:
     names = [name for name in route.get("gateways", []) if isinstance(name, str)]
     rows = {g.name: g for g in Gateway.objects.filter(name__in=names)}
     tries = int(route.get("retries", 0))
+    if (refused_now := agents.refusal(claim.agent, claim.request)) is not None:
+        return refused_now  # the step's own fault: no gateway is contacted, none is measured
     contacts, refused = [], []
     for name in names:
         gateway = rows.get(name)
@@ -92,11 +94,11 @@ def execute(claim, cancel: threading.Event, watch=None) -> StepResult | Retry:
             refused.append(reason)
             continue
         try:
-            agents.executor_for(claim.agent, watch, gateway)
+            executor = agents.executor_for(claim.agent, watch, gateway)
         except agents.AgentMisconfigured as exc:  # nothing is sent: the agent's fault, not the gateway's
             log_contacts(claim.run_id, claim.step, contacts)
             return StepResult.failure(str(exc))
-        result = agents.execute(claim.agent, claim.request, cancel, watch, gateway=gateway)
+        result = agents.call(claim.agent, executor, claim.request, cancel)
         if cancel.is_set() or result.error_code == "cancelled":
             log_contacts(claim.run_id, claim.step, contacts)  # cancelled, or the cluster stops: nothing measured
             tell_if_ended(claim, name)  # the POST was abandoned in flight: the gateway may have taken it all the same

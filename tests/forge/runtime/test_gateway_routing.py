@@ -139,6 +139,31 @@ class TestFailover:
         assert east.seen == west.seen == [] and contacts(run) == []
         assert [(g.healthy, g.failures) for g in Gateway.objects.all()] == [(True, 0), (True, 0)]
 
+    def test_an_agent_config_refused_at_dispatch_sends_nothing_and_measures_no_gateway(
+            self, operator, approver, save_workflow, gateways, django_capture_on_commit_callbacks):
+        """A run that could not pin its agent checks the step's agent_config at the call: refused, it is the
+        step's fault, so no gateway is contacted, marked reached or said to have answered."""
+        east, west = gateways
+        agent = register(east, west)
+        agent.overridable = ["model"]
+        agent.save()
+        source = WORKFLOW.replace("steps:\n", "steps:\n  - id: sign_off\n    approval: required\n").replace(
+            "    capabilities: [gpu]\n", "    capabilities: [gpu]\n    depends_on: [sign_off]\n"
+                                        "    agent_config: {model: big-model}\n")
+        run = start(operator, save_workflow, django_capture_on_commit_callbacks, source)
+        Run.objects.filter(pk=run.pk).update(pinned={})  # as a run started before pinning reads its agents live
+        Gateway.objects.update(failures=3, last_error="earlier")
+        agent.overridable = []
+        agent.save()
+
+        with django_capture_on_commit_callbacks(execute=True):
+            services.approval_decide(user=approver, approval=run.approvals.get(step="sign_off"), decision="approve")
+
+        run.refresh_from_db()
+        assert (run.status, work(run).error_code) == ("failed", "agent_config_refused")
+        assert east.seen == west.seen == [] and contacts(run) == []
+        assert [(g.failures, g.last_error) for g in Gateway.objects.order_by("name")] == [(3, "earlier")] * 2
+
 
 class TestMeasuredHealth:
     def test_the_probe_marks_a_gateway_unhealthy_and_healthy_again_and_dispatches_follow(
