@@ -17,7 +17,7 @@ from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run, RunEvent, StepResult
 from forge.runs.sentences import start_held, status_class, status_word, why_not_running
 from forge.schedules.selectors import fires_of_runs
-from forge.workflows.layouts import layout_of
+from forge.workflows.layouts import layout_of, placements_of
 
 SKIPPED_LIKE = {StepStatus.SKIPPED, StepStatus.CANCELLED}
 
@@ -88,6 +88,7 @@ class RunView:
     def graph_json(self) -> dict[str, Any]:
         return {"run": self.run.pk, "status": self.run.status, "last_event_id": self.last_event_id,
                 "layout": layout_of(self.run.version.content_hash),
+                "placements": placements_of(self.run.version.workflow_id),
                 "nodes": [node.to_json() for node in self.nodes]}
 
 
