@@ -61,8 +61,9 @@ class WorkflowVersion(models.Model):
         base_manager_name = "objects"
         constraints = [
             models.UniqueConstraint(fields=["workflow", "number"], name="workflow_version_number"),
-            models.UniqueConstraint(fields=["workflow", "content_hash"], name="workflow_version_content"),
         ]
+        # Not unique: restoring an old version makes its text the newest version again.
+        indexes = [models.Index(fields=["workflow", "content_hash"], name="workflow_version_content")]
 
     def __str__(self) -> str:
         return f"{self.workflow.name} v{self.number}"

@@ -43,8 +43,8 @@ def workflow_validate(*, source: str) -> Report:
     return validate_source(source, library=step_library() or None, shell_agents=shell_agents())
 
 
-def workflow_version_save(*, user, source: str, description: str = "") -> WorkflowVersion:
-    """Validate `source` and store it as the next version of the workflow it names.
+def workflow_version_save(*, user, source: str, description: str = "", message: str = "") -> WorkflowVersion:
+    """Validate `source` and store it as the next version of the workflow it names, with the saver's `message`.
 
     Saving the same text again returns the existing version.
     """
@@ -57,28 +57,40 @@ def workflow_version_save(*, user, source: str, description: str = "") -> Workfl
     for _ in range(3):  # two people saving the same new workflow at once: the loser retries
         try:
             with transaction.atomic():
-                return _save(user, source, document.name, description or (document.description or ""))
+                return _save(user, source, document.name, description or (document.description or ""), message)
         except IntegrityError:
             continue
     raise WorkflowRejected([Problem("conflict", "the workflow changed while it was being saved; try again")])
 
 
-def _save(user, source: str, name: str, description: str) -> WorkflowVersion:
+def _save(user, source: str, name: str, description: str, message: str) -> WorkflowVersion:
     digest = content_hash(source)
-    existing = WorkflowVersion.objects.filter(workflow__name=name, content_hash=digest).first()
+    existing = WorkflowVersion.objects.filter(workflow__name=name, content_hash=digest).order_by("-number").first()
     if existing is not None:
         return existing
     # NO KEY UPDATE: numbering versions must not wait on runs that merely reference the workflow.
     workflow, created = Workflow.objects.select_for_update(no_key=True).get_or_create(
         name=name, defaults={"description": description, "created_by": user})
-    existing = workflow.versions.filter(content_hash=digest).first()
+    existing = workflow.versions.filter(content_hash=digest).order_by("-number").first()
     if existing is not None:
         return existing
-    last = workflow.versions.order_by("-number").values_list("number", flat=True).first() or 0
-    version = WorkflowVersion.objects.create(workflow=workflow, number=last + 1, source=source, created_by=user)
+    return version_append(user=user, workflow=workflow, source=source, description=description, message=message,
+                          created=created)
+
+
+def version_append(*, user, workflow: Workflow, source: str, description: str, message: str,
+                   created: bool) -> WorkflowVersion:
+    """The next version of `workflow`, audited with the content hashes before and after and the message.
+
+    The caller checked the text and permission, and holds `workflow` locked in its transaction."""
+    latest = workflow.versions.order_by("-number").only("number", "content_hash").first()
+    version = WorkflowVersion.objects.create(workflow=workflow, number=(latest.number if latest else 0) + 1,
+                                             source=source, created_by=user, message=message)
     if description and workflow.description != description:
         workflow.description = description
         workflow.save(update_fields=["description"])
     audit("forge.workflow.created" if created else "forge.workflow.version_saved", user=user,
-          target=f"workflow:{name}", detail={"version": version.number})
+          target=f"workflow:{workflow.name}",
+          detail={"version": version.number, "before": latest.content_hash if latest else None,
+                  "after": version.content_hash, "message": message})
     return version

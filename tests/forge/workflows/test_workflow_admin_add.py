@@ -52,7 +52,8 @@ def test_pasted_yaml_makes_the_workflow_and_its_first_version_audited_and_the_co
     assert (workflow.name, workflow.description) == ("pasted", "pasted in the admin")
     assert [(v.number, v.source, v.created_by) for v in workflow.versions.all()] == [(1, GOOD, boss)]
     event = AuditEvent.objects.get(code="forge.workflow.created")
-    assert (event.actor, event.target, event.detail) == ("boss", "workflow:pasted", {"version": 1})
+    assert (event.actor, event.target, event.detail) == ("boss", "workflow:pasted", {
+        "version": 1, "before": None, "after": workflow.versions.get().content_hash, "message": ""})
     listed = client.get(reverse("console:workflows")).content.decode()
     assert ">pasted<" in listed and "v-" not in listed
     assert client.get(reverse("console:workflow", args=["pasted"])).status_code == 200

@@ -37,7 +37,8 @@ def test_saving_a_new_document_creates_version_1(operator):
     assert version.workflow.description == "Says hello"
     assert len(version.content_hash) == 64
     event = AuditEvent.objects.get(code="forge.workflow.created")
-    assert (event.actor, event.target, event.detail) == ("olive", "workflow:greeter", {"version": 1})
+    assert (event.actor, event.target, event.detail) == ("olive", "workflow:greeter", {
+        "version": 1, "before": None, "after": version.content_hash, "message": ""})
 
 
 def test_saving_the_same_text_again_returns_the_same_version(operator, admin_user):
