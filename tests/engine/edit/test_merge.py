@@ -1,0 +1,149 @@
+"""Three-way merge of a stale save: edits to different lines merge by themselves, same lines conflict."""
+
+from __future__ import annotations
+
+from engine.edit.merge import merge3way
+from engine.validation import validate_source
+
+BASE = """\
+name: wf
+# the fetch step
+steps:
+  - id: fetch
+    agent: shell
+    command: echo one
+  - id: build
+    agent: shell
+    command: echo two
+    depends_on: [fetch]
+  - id: ship
+    agent: shell
+    command: echo three
+    depends_on: [build]
+"""
+
+
+def edit(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, old
+    return text.replace(old, new)
+
+
+def test_edits_to_different_steps_merge_by_themselves():
+    theirs = edit(BASE, "echo one", "echo uno")
+    mine = edit(BASE, "echo three", "echo tres")
+    merged = merge3way(BASE, theirs, mine)
+    assert merged.clean and merged.conflicts == []
+    assert merged.text == BASE.replace("echo one", "echo uno").replace("echo three", "echo tres")
+    assert validate_source(merged.text).valid
+
+
+def test_edits_to_neighbouring_lines_merge_by_themselves():
+    theirs = edit(BASE, "    agent: shell\n    command: echo two", "    agent: python\n    command: echo two")
+    mine = edit(BASE, "command: echo two", "command: echo deux")
+    merged = merge3way(BASE, theirs, mine)
+    assert merged.clean
+    assert "    agent: python\n    command: echo deux\n" in merged.text
+    assert merged.text.count("\n") == BASE.count("\n")
+
+
+def test_an_insertion_next_to_an_edit_merges():
+    theirs = edit(BASE, "    depends_on: [fetch]\n", "    depends_on: [fetch]\n    timeout: 90s\n")
+    mine = edit(BASE, "  - id: ship\n", "  - id: ship\n    name: Ship it\n")
+    merged = merge3way(BASE, theirs, mine)
+    assert merged.clean
+    assert "    depends_on: [fetch]\n    timeout: 90s\n  - id: ship\n    name: Ship it\n" in merged.text
+
+
+def test_a_step_removed_there_and_another_edited_here_merge():
+    theirs = edit(BASE, "  - id: fetch\n    agent: shell\n    command: echo one\n", "")
+    theirs = edit(theirs, "    depends_on: [fetch]\n", "")
+    mine = edit(BASE, "echo three", "echo tres")
+    merged = merge3way(BASE, theirs, mine)
+    assert merged.clean
+    assert "id: fetch" not in merged.text and "echo tres" in merged.text
+    assert validate_source(merged.text).valid
+
+
+def test_the_same_edit_on_both_sides_is_taken_once():
+    theirs = edit(BASE, "echo two", "echo 2")
+    mine = edit(edit(BASE, "echo two", "echo 2"), "echo one", "echo 1")
+    merged = merge3way(BASE, theirs, mine)
+    assert merged.clean
+    assert merged.text == edit(edit(BASE, "echo two", "echo 2"), "echo one", "echo 1")
+
+
+def test_the_same_line_changed_two_ways_is_a_conflict_listed_and_marked():
+    theirs = edit(edit(BASE, "echo two", "echo zwei"), "echo one", "echo uno")
+    mine = edit(BASE, "echo two", "echo deux")
+    merged = merge3way(BASE, theirs, mine)
+    assert not merged.clean
+    assert merged.conflicts == [{"base": "    command: echo two\n", "theirs": "    command: echo zwei\n",
+                                 "mine": "    command: echo deux\n", "start_line": 9, "end_line": 13}]
+    got = merged.text.split("\n")
+    assert got[8:13] == ["<<<<<<< theirs", "    command: echo zwei", "=======", "    command: echo deux",
+                         ">>>>>>> mine"]
+    assert "echo uno" in merged.text  # the clean change beside it is merged all the same
+    assert not validate_source(merged.text).valid  # a text with markers cannot be saved as it is
+
+
+def test_two_different_insertions_at_the_same_place_conflict_and_two_equal_ones_do_not():
+    step = "  - id: {0}\n    agent: shell\n    command: echo {0}\n"
+    theirs, mine = BASE + step.format("late"), BASE + step.format("later")
+    merged = merge3way(BASE, theirs, mine)
+    assert [c["start_line"] for c in merged.conflicts] == [BASE.count("\n") + 1]
+    assert merged.conflicts[0]["base"] == ""
+    assert merged.conflicts[0]["theirs"].startswith("  - id: late\n")
+    assert merge3way(BASE, theirs, theirs) == merge3way(BASE, theirs, theirs)
+    assert merge3way(BASE, theirs, theirs).text == theirs
+
+
+def test_one_side_unchanged_gives_the_other_side():
+    mine = edit(BASE, "echo two", "echo deux")
+    assert merge3way(BASE, BASE, mine).text == mine
+    assert merge3way(BASE, mine, BASE).text == mine
+    assert merge3way(BASE, BASE, BASE).text == BASE
+
+
+def test_crlf_line_endings_and_the_byte_order_mark_are_kept():
+    base = "\ufeff" + BASE.replace("\n", "\r\n")
+    theirs = edit(base, "echo one", "echo uno")
+    mine = edit(base, "echo three", "echo tres")
+    merged = merge3way(base, theirs, mine)
+    assert merged.clean
+    assert merged.text == edit(edit(base, "echo one", "echo uno"), "echo three", "echo tres")
+    conflict = merge3way(base, edit(base, "echo two", "echo 2"), edit(base, "echo two", "echo II"))
+    assert conflict.text.startswith("\ufeffname: wf\r\n")
+    assert conflict.text.count("\n") == conflict.text.count("\r\n")  # the markers too
+
+
+def test_a_side_saved_with_other_line_endings_does_not_conflict_whole():
+    mine = edit(BASE, "echo three", "echo tres").replace("\n", "\r\n")
+    theirs = edit(BASE, "echo one", "echo uno")
+    merged = merge3way(BASE, theirs, mine)
+    assert merged.clean
+    assert merged.text == edit(edit(BASE, "echo one", "echo uno"), "echo three", "echo tres").replace("\n", "\r\n")
+
+
+def test_a_conflict_on_a_last_line_without_newline_keeps_markers_on_their_own_lines():
+    base = BASE.rstrip("\n")
+    merged = merge3way(base, base.replace("[build]", "[fetch]"), base.replace("[build]", "[fetch, build]"))
+    assert merged.text.endswith("<<<<<<< theirs\n    depends_on: [fetch]\n=======\n"
+                                "    depends_on: [fetch, build]\n>>>>>>> mine\n")
+    assert merged.conflicts[0]["mine"] == "    depends_on: [fetch, build]"
+
+
+def test_unicode_line_separators_inside_a_value_are_not_line_breaks():
+    base = BASE.replace("echo one", "echo 'a\u2028b'")
+    merged = merge3way(base, edit(base, "echo two", "echo 2"), edit(base, "echo three", "echo 3"))
+    assert merged.clean and "echo 'a\u2028b'" in merged.text
+
+
+def test_a_long_workflow_of_repeated_lines_still_merges_edits_far_apart():
+    # `    agent: shell` is a third of the lines: difflib's "popular line" heuristic must not cost the matches
+    steps = "".join(f"  - id: s{k}\n    agent: shell\n    command: echo {k}\n" for k in range(300))
+    base = "name: wf\nsteps:\n" + steps
+    theirs = edit(base, "echo 10\n", "echo ten\n")
+    mine = edit(base, "echo 250\n", "echo two_fifty\n")
+    merged = merge3way(base, theirs, mine)
+    assert merged.clean
+    assert merged.text == edit(theirs, "echo 250\n", "echo two_fifty\n")
