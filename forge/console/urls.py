@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path
 
 from forge.console.views import actions, audit, live, pages, run_panes, runs, workflows
-from forge.console.views import artifacts, decisions, kill_switch, replies, spend
+from forge.console.views import artifacts, decisions, editor_api, kill_switch, replies, spend
 
 app_name = "console"
 
@@ -33,4 +33,13 @@ urlpatterns = [
     path("live/status/", live.live_status, name="live_status"),
     path("killswitch/", kill_switch.kill_switch, name="kill_switch"),
     path("spend/", spend.spend_page, name="spend"),
+    path("editor/schema.json", editor_api.schema, name="editor_schema"),
+    path("editor/diff", editor_api.diff, name="editor_diff"),
+    path("editor/copy", editor_api.copy, name="editor_copy"),
+    path("editor/drafts/<int:draft_id>/", editor_api.draft_read, name="editor_draft"),
+    path("editor/drafts/<int:draft_id>/text", editor_api.draft_text, name="editor_text"),
+    path("editor/drafts/<int:draft_id>/patch", editor_api.draft_patch, name="editor_patch"),
+    path("editor/drafts/<int:draft_id>/placements", editor_api.draft_placements, name="editor_placements"),
+    path("editor/drafts/<int:draft_id>/save", editor_api.draft_save, name="editor_save"),
+    path("editor/drafts/<int:draft_id>/discard", editor_api.draft_discard, name="editor_discard"),
 ]

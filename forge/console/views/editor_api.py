@@ -1,0 +1,253 @@
+"""The editor's JSON endpoints (/editor/...): every answer is JSON, every refusal `{"error": {"code", "message"}}`
+with its status, and a refused request changes nothing.
+
+Django runs these sync views on one thread under daphne, so each is bounded: the body is at most 2 MiB and is
+refused by its Content-Length before it is read; a text is at most 1 MiB, and the patch engine and the
+validator load it with the bounded loader first, which refuses the format's bombs before anything else sees them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.http import JsonResponse, RawPostDataException
+from django.urls import reverse
+
+from engine.expressions import RESERVED_ROOTS
+from engine.expressions.nodes import FUNCTIONS
+from forge.accounts.roles import can
+from forge.governance.models import Agent
+from forge.workflows import editing, placements
+from forge.workflows.editing import EditRefused
+from forge.workflows.models import StepLibraryEntry, Workflow
+
+MAX_BODY_BYTES = 2 * 1_048_576
+PREFIX = "/editor/"  # Django's CSRF and 400 pages answer JSON under it (forge/console/views/pages.py)
+
+
+def refusal(status: int, code: str, message: str, **extra) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message}, **extra}, status=status)
+
+
+def is_editor_api(request) -> bool:
+    return request.path_info.startswith(PREFIX)
+
+
+def endpoint(method: str, *, keys: dict[str, type | tuple] | None = None, write: bool = True):
+    """A JSON endpoint: who may call it, its method, and its body's keys with their types (all required)."""
+    def wrap(view):
+        @login_required
+        @functools.wraps(view)
+        def answer(request, **kwargs):
+            if request.method != method:
+                return refusal(405, "method_not_allowed", f"this address takes {method}")
+            if not can(request.user, "run.view"):
+                return refusal(403, "forbidden", "you are in no group of this console")
+            if write and not can(request.user, "workflow.edit"):
+                return refusal(403, "forbidden", "you may not edit workflows")
+            try:
+                if keys is not None:
+                    kwargs["body"] = _body(request, keys)
+                return view(request, **kwargs)
+            except EditRefused as exc:
+                return refusal(exc.status, exc.code, exc.message, **exc.extra)
+            except placements.PlacementRefused as exc:
+                return refusal(400, exc.code, str(exc))
+            except PermissionDenied as exc:
+                return refusal(403, "forbidden", str(exc) or "you may not do this")
+        return answer
+    return wrap
+
+
+def _body(request, keys: dict[str, type | tuple]) -> dict[str, Any]:
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    too_large = EditRefused("too_large", f"the body is larger than {MAX_BODY_BYTES // 1_048_576} MiB", 413)
+    if declared > MAX_BODY_BYTES:
+        raise too_large
+    try:
+        raw = request.read(MAX_BODY_BYTES + 1)
+    except RequestDataTooBig:
+        raise too_large from None
+    except (RawPostDataException, OSError):  # read as a form already, or the client went away mid-body
+        raise EditRefused("bad_json", "the body could not be read; send it as JSON") from None
+    if len(raw) > MAX_BODY_BYTES:
+        raise too_large
+    if not keys and not raw.strip():
+        return {}  # a bare post (discard)
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError; so is a 5,000-digit number
+        raise EditRefused("bad_json", "the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise EditRefused("bad_request", "the body is a JSON object")
+    if set(body) != set(keys):
+        unknown, missing = sorted(set(body) - set(keys)), sorted(set(keys) - set(body))
+        said = "; ".join(part for part in (unknown and f"unknown key(s) {', '.join(map(repr, unknown[:5]))}",
+                                           missing and f"missing key(s) {', '.join(missing)}") if part)
+        raise EditRefused("bad_request", f"{said}: the body has exactly {', '.join(sorted(keys))}")
+    for key, kind in keys.items():
+        if not isinstance(body[key], kind) or isinstance(body[key], bool) and bool not in _kinds(kind):
+            raise EditRefused("bad_request", f"{key} must be {_names(kind)}")
+    return body
+
+
+def _kinds(kind) -> tuple:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _names(kind) -> str:
+    words = {str: "a string", int: "an integer", dict: "an object", list: "a list", type(None): "null"}
+    return " or ".join(words.get(k, k.__name__) for k in _kinds(kind))
+
+
+def _state(draft, text: str) -> dict[str, Any]:
+    """What the page redraws from: validation and the outline of `text`."""
+    from engine.edit import outline  # the patch engine (engine/edit), imported where it is used
+
+    problems, valid = editing.text_problems(text)
+    return {"problems": problems, "valid": valid, "outline": outline(text), "dirty": editing.dirty(draft)}
+
+
+# -- reading -------------------------------------------------------------------------------------------------------
+
+
+@endpoint("GET", write=False)
+def schema(request):
+    from engine.schema import lobsterx_schema
+
+    document = lobsterx_schema()
+    document["x-forge"] = {"completions": {
+        "agents": sorted(Agent.objects.values_list("name", flat=True)),
+        "library": list(StepLibraryEntry.objects.order_by("name").values_list("name", flat=True)),
+        "expressions": sorted(RESERVED_ROOTS) + sorted(FUNCTIONS) + ["output", "outputs"],
+    }}
+    return JsonResponse(document)
+
+
+@endpoint("GET")
+def draft_read(request, draft_id: int):
+    draft = editing.draft_of(request.user, draft_id)
+    latest = draft.workflow.latest_version() if draft.workflow_id else None
+    return JsonResponse({
+        "id": draft.pk, "text": draft.text, "revision": draft.revision,
+        "workflow": draft.workflow.name if draft.workflow_id else None,
+        "base_version": draft.base_version.number if draft.base_version else None,
+        "latest_version": latest.number if latest else None,
+        "placements": placements.placements_of(draft.workflow, draft), **_state(draft, draft.text)})
+
+
+@endpoint("GET", write=False)
+def diff(request):
+    query = request.GET
+    workflow = Workflow.objects.filter(name=query.get("workflow", "")[:128]).first()
+    if workflow is None:
+        raise EditRefused("not_found", "no workflow has this name", 404)
+    numbers = []
+    for key in ("a", "b"):
+        value = query.get(key, "")
+        if not (value.isascii() and value.isdigit() and len(value) < 10):
+            raise EditRefused("bad_request", f"{key} must be a version number")
+        numbers.append(int(value))
+    versions = {v.number: v for v in workflow.versions.filter(number__in=numbers)}
+    if len(versions) < len(set(numbers)):
+        missing = [n for n in numbers if n not in versions]
+        raise EditRefused("not_found", f"{workflow.name!r} has no version {missing[0]}", 404)
+    old, new = versions[numbers[0]], versions[numbers[1]]
+    from engine.edit.summary import version_summary
+
+    text = "".join(difflib.unified_diff(old.source.splitlines(keepends=True), new.source.splitlines(keepends=True),
+                                        f"v{old.number}", f"v{new.number}"))
+    return JsonResponse({"diff": text, "summary": version_summary(old.source, new.source)})
+
+
+# -- writing -------------------------------------------------------------------------------------------------------
+
+
+def _stale(draft, revision: int) -> None:
+    if revision <= draft.revision:
+        raise EditRefused("stale_revision", f"revision {revision} is not newer than the draft's {draft.revision}",
+                          409, revision=draft.revision)
+
+
+@endpoint("POST", keys={"text": str, "revision": int})
+def draft_text(request, draft_id: int, body: dict):
+    """The typing request: keep the text as the draft's, and answer its problems and outline."""
+    draft = editing.draft_of(request.user, draft_id)
+    text = editing.storable(body["text"], "the text")
+    _stale(draft, editing.revision_of(body["revision"]))
+    if not editing.draft_write(request.user, draft, text, body["revision"]):
+        _stale(editing.draft_of(request.user, draft_id), body["revision"])  # a newer write came in between
+    return JsonResponse({"revision": draft.revision, **_state(draft, text)})
+
+
+@endpoint("POST", keys={"text": str, "revision": int, "op": dict})
+def draft_patch(request, draft_id: int, body: dict):
+    """A graph or inspector gesture: the patch applied to the page's text (which may be ahead of the draft's)."""
+    from engine.edit import PatchError, apply_patch
+
+    draft = editing.draft_of(request.user, draft_id)
+    text = editing.storable(body["text"], "the text")
+    _stale(draft, editing.revision_of(body["revision"]))
+    try:
+        patched = apply_patch(text, body["op"])
+    except PatchError as exc:
+        raise EditRefused(exc.code, exc.message) from None
+    except RecursionError:  # an op nested deeper than the patch engine walks
+        raise EditRefused("bad_value", "the patch's value nests too deep") from None
+    new_text = editing.storable(patched.text, "the patched text")
+    if not editing.draft_write(request.user, draft, new_text, body["revision"]):
+        _stale(editing.draft_of(request.user, draft_id), body["revision"])
+    if body["op"].get("op") == "step.rename":
+        for old, new in patched.renamed.items():
+            placements.placement_copy(request.user, draft, old, new)
+    return JsonResponse({"text": new_text, "changes": patched.changes, "renamed": patched.renamed,
+                         "revision": draft.revision, **_state(draft, new_text)})
+
+
+@endpoint("POST", keys={"text": str, "ids": list}, write=False)
+def copy(request, body: dict):
+    from engine.edit import PatchError, copy_steps
+
+    text = editing.storable(body["text"], "the text")
+    ids = body["ids"]
+    if not ids or len(ids) > 10_000 or not all(isinstance(i, str) for i in ids):
+        raise EditRefused("bad_request", "ids is a list of step ids")
+    try:
+        return JsonResponse({"yaml": copy_steps(text, ids)})
+    except PatchError as exc:
+        raise EditRefused(exc.code, exc.message) from None
+
+
+@endpoint("POST", keys={"positions": dict})
+def draft_placements(request, draft_id: int, body: dict):
+    draft = editing.draft_of(request.user, draft_id)
+    return JsonResponse({"kept": placements.placements_set(request.user, draft, body["positions"])})
+
+
+@endpoint("POST", keys={"text": str, "revision": int, "message": str, "base_version": (int, type(None))})
+def draft_save(request, draft_id: int, body: dict):
+    draft = editing.draft_of(request.user, draft_id)
+    editing.revision_of(body["revision"])
+    saved = editing.draft_save(request.user, draft, body["text"], body["message"], body["base_version"])
+    editing.draft_write(request.user, draft, body["text"], body["revision"])  # the page's revision, when newer
+    version = saved.version
+    return JsonResponse({"version": version.number, "workflow": version.workflow.name, "created": saved.created,
+                         "url": reverse("console:workflow", args=[version.workflow.name])},
+                        status=201 if saved.created else 200)
+
+
+@endpoint("POST", keys={})
+def draft_discard(request, draft_id: int, body: dict):
+    draft = editing.draft_of(request.user, draft_id)
+    editing.draft_discard(request.user, draft)
+    url = reverse("console:workflow", args=[draft.workflow.name]) if draft.workflow_id else reverse(
+        "console:workflows")
+    return JsonResponse({"url": url})

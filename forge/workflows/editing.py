@@ -1,0 +1,244 @@
+"""The editor's services: a person's draft of a workflow, saving it as a new version, restoring an old one.
+
+A draft is private scratch (its text writes are not audited); creating and discarding one, saving and restoring
+are, in the same transaction as the change. Every write needs `workflow.edit`; a draft is only its owner's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from engine.validation import Report
+from forge.accounts.roles import can
+from forge.audit.services import audit
+from forge.workflows import placements
+from forge.workflows.models import Draft, Workflow, WorkflowVersion
+from forge.workflows.services import MAX_SOURCE_BYTES, version_append, workflow_validate
+
+MAX_MESSAGE = WorkflowVersion._meta.get_field("message").max_length
+MAX_REVISION = 2**63 - 1
+
+
+class EditRefused(Exception):
+    """A request the editor refuses, changing nothing: `code` and `message` for the page, `status` for HTTP."""
+
+    def __init__(self, code: str, message: str, status: int = 400, **extra):
+        self.code, self.message, self.status, self.extra = code, message, status, extra
+        super().__init__(message)
+
+
+class SaveInvalid(EditRefused):
+    """The text is not a valid workflow: it is saved only once validation finds no problem."""
+
+    def __init__(self, report: Report):
+        super().__init__("invalid", f"the workflow has {len(report.problems)} problem(s); fix them before saving",
+                         problems=problems_json(report))
+
+
+class SaveConflict(EditRefused):
+    """The draft was based on an older version than the latest: `merge` is the three-way merge to resolve."""
+
+    def __init__(self, merge: dict):
+        super().__init__("stale_base", f"version {merge['theirs_version']} was saved since this draft's base "
+                         f"version; merge the changes, then save", 409, merge=merge)
+
+
+@dataclass(frozen=True)
+class Saved:
+    version: WorkflowVersion
+    created: bool  # False: the text was the latest version's already, nothing was added
+
+
+def require_edit(user) -> None:
+    if not can(user, "workflow.edit"):
+        raise PermissionDenied("you may not edit workflows")
+
+
+def storable(text, what: str, limit: int = MAX_SOURCE_BYTES) -> str:
+    """`text` when it is a string the database keeps as is (UTF-8, no NUL) within `limit` bytes."""
+    if not isinstance(text, str):
+        raise EditRefused("bad_request", f"{what} must be a string")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise EditRefused("bad_value", f"{what} holds a lone surrogate, which is no character") from None
+    if size > limit:
+        raise EditRefused("too_large", f"{what} is {size:,} bytes; the limit is {limit:,} bytes", 413)
+    if "\x00" in text:
+        raise EditRefused("bad_value", f"{what} holds a NUL character, which no text of Forge keeps")
+    return text
+
+
+def revision_of(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_REVISION:
+        raise EditRefused("bad_request", "revision must be a positive integer")
+    return value
+
+
+def problems_json(report: Report) -> list[dict]:
+    """What validation found, errors then warnings, each with its severity."""
+    return ([{**p.to_json(), "severity": "error"} for p in report.problems]
+            + [{**w.to_json(), "severity": "warning"} for w in report.warnings])
+
+
+def dirty(draft: Draft) -> bool:
+    """Whether the draft holds text no version has: unsaved work."""
+    return draft.base_version is None or draft.text != draft.base_version.source
+
+
+def draft_of(user, draft_id: int) -> Draft:
+    """The person's own draft; another person's is not found, as a missing one."""
+    draft = Draft.objects.select_related("workflow", "base_version").filter(pk=draft_id, user=user).first()
+    if draft is None:
+        raise EditRefused("not_found", "you have no draft with this id", 404)
+    return draft
+
+
+def draft_open(user, workflow: Workflow) -> Draft:
+    """The person's draft of `workflow`, started from its latest version when there is none."""
+    require_edit(user)
+    latest = workflow.latest_version()
+    for _ in range(2):  # the same person opening the editor twice at once: the second finds the first's
+        try:
+            with transaction.atomic():
+                draft, _ = Draft.objects.select_related("workflow", "base_version").get_or_create(
+                    user=user, workflow=workflow,
+                    defaults={"base_version": latest, "text": latest.source if latest else ""})
+                return draft
+        except IntegrityError:
+            continue
+    raise EditRefused("conflict", "the draft changed while it was opened; try again", 409)
+
+
+def draft_new(user, text: str) -> Draft:
+    """A draft of a workflow not saved yet, holding `text` (blank, an example, pasted or uploaded)."""
+    require_edit(user)
+    storable(text, "the text")
+    with transaction.atomic():
+        draft = Draft.objects.create(user=user, text=text)
+        audit("forge.draft.created", user=user, target=f"draft:{draft.pk}", detail={"bytes": len(text.encode())})
+    return draft
+
+
+def draft_write(user, draft: Draft, text: str, revision: int) -> bool:
+    """Keep the page's text as the draft's; ignored (False) when `revision` is not newer than the stored one,
+    so a late write of older text never overwrites newer text."""
+    require_edit(user)
+    storable(text, "the text")
+    revision_of(revision)
+    written = Draft.objects.filter(pk=draft.pk, user=user, revision__lt=revision).update(
+        text=text, revision=revision, updated_at=timezone.now())
+    if written:
+        draft.text, draft.revision = text, revision
+    return bool(written)
+
+
+def draft_discard(user, draft: Draft) -> None:
+    """Forget the draft: the workflow stays at its latest version."""
+    require_edit(user)
+    with transaction.atomic():
+        if not Draft.objects.filter(pk=draft.pk, user=user).delete()[0]:
+            raise EditRefused("not_found", "you have no draft with this id", 404)
+        audit("forge.draft.discarded", user=user, target=placements.draft_target(draft),
+              detail={"draft": draft.pk, "base_version": draft.base_version.number if draft.base_version else None})
+
+
+def draft_save(user, draft: Draft, text: str, message: str, base_version: int | None) -> Saved:
+    """Save `text` as the next version of the draft's workflow (or a new workflow), when it is valid and based on
+    the latest version; the draft is then based on the saved version.
+
+    Raises SaveInvalid (problems), SaveConflict (a newer version was saved: the merge), EditRefused."""
+    require_edit(user)
+    storable(text, "the text")
+    message = storable(message, "the message", MAX_MESSAGE * 4).strip()
+    if len(message) > MAX_MESSAGE:
+        raise EditRefused("bad_value", f"the message is longer than {MAX_MESSAGE} characters")
+    if base_version is not None and (isinstance(base_version, bool) or not isinstance(base_version, int)):
+        raise EditRefused("bad_request", "base_version must be a version number or null")
+    report = workflow_validate(source=text)
+    if not report.valid:
+        raise SaveInvalid(report)
+    document = report.workflow.document
+    try:
+        with transaction.atomic():
+            saved = (_save_new(user, draft, text, message, document, base_version) if draft.workflow_id is None
+                     else _save_next(user, draft, text, message, document, base_version))
+            Draft.objects.filter(pk=draft.pk).update(workflow=saved.version.workflow, base_version=saved.version,
+                                                     text=text, placements={}, updated_at=timezone.now())
+    except IntegrityError:  # someone made a workflow of this name, or this person's draft of it, meanwhile
+        raise EditRefused("conflict", "the workflow changed while it was being saved; try again", 409) from None
+    draft.workflow, draft.base_version, draft.text, draft.placements = (saved.version.workflow, saved.version,
+                                                                        text, {})
+    return saved
+
+
+def _save_new(user, draft: Draft, text: str, message: str, document, base_version) -> Saved:
+    if base_version is not None:
+        raise EditRefused("bad_request", "a workflow not saved yet has no base version: send null")
+    if Workflow.objects.filter(name=document.name).exists():
+        raise EditRefused("name_taken", f"a workflow named {document.name!r} exists already; give this one "
+                          "another name, or edit that one", 409)
+    workflow = Workflow.objects.create(name=document.name, description=document.description or "", created_by=user)
+    version = version_append(user=user, workflow=workflow, source=text, description="", message=message,
+                             created=True)
+    placements.placements_adopt(user, draft, workflow, text)
+    return Saved(version, True)
+
+
+def _save_next(user, draft: Draft, text: str, message: str, document, base_version) -> Saved:
+    # NO KEY UPDATE, as forge.workflows.services: numbering versions must not wait on runs.
+    workflow = Workflow.objects.select_for_update(no_key=True).get(pk=draft.workflow_id)
+    if document.name != workflow.name:
+        raise EditRefused("name_changed", f"this is workflow {workflow.name!r}: its name stays; a workflow of "
+                          f"another name is a new workflow (New workflow)")
+    latest = workflow.latest_version()
+    if base_version is None or latest is None or not 0 < base_version <= latest.number:
+        raise EditRefused("bad_base", f"base_version must be a version of {workflow.name!r} (1 to "
+                          f"{latest.number if latest else 0})")
+    if text == latest.source:
+        return Saved(latest, False)
+    if base_version != latest.number:
+        base = workflow.versions.get(number=base_version)
+        raise SaveConflict(merge_payload(base.source, latest, text))
+    version = version_append(user=user, workflow=workflow, source=text, description=document.description or "",
+                             message=message, created=False)
+    return Saved(version, True)
+
+
+def merge_payload(base: str, latest: WorkflowVersion, mine: str) -> dict:
+    from engine.edit.merge import merge3way  # the patch engine's package, imported where it is used
+
+    merged = merge3way(base, latest.source, mine)
+    return {"base": base, "theirs": latest.source, "mine": mine, "merged": merged.text, "clean": merged.clean,
+            "conflicts": merged.conflicts, "theirs_version": latest.number}
+
+
+def version_restore(user, workflow: Workflow, number: int, message: str = "") -> WorkflowVersion:
+    """Make version `number`'s text the newest version of `workflow` (audited as a save, with the message)."""
+    require_edit(user)
+    message = storable(message, "the message", MAX_MESSAGE * 4).strip()[:MAX_MESSAGE]
+    with transaction.atomic():
+        workflow = Workflow.objects.select_for_update(no_key=True).get(pk=workflow.pk)
+        old = workflow.versions.filter(number=number).first()
+        if old is None:
+            raise EditRefused("not_found", f"{workflow.name!r} has no version {number}", 404)
+        latest = workflow.latest_version()
+        if old.pk == latest.pk:
+            raise EditRefused("unchanged", f"version {number} is the latest version already")
+        report = workflow_validate(source=old.source)
+        if not report.valid:  # today's step library or agents may refuse what it once accepted
+            raise SaveInvalid(report)
+        return version_append(user=user, workflow=workflow, source=old.source,
+                              description=report.workflow.document.description or "",
+                              message=message or f"restored version {number}", created=False)
+
+
+def text_problems(text: str) -> tuple[list[dict], bool]:
+    """Validation of `text` as `forge validate` does it: (problems with severities, valid)."""
+    report = workflow_validate(source=text)
+    return problems_json(report), report.valid
+

@@ -1,0 +1,129 @@
+"""Where people put steps on a workflow's graph, by step id (not part of the YAML: moving changes no version).
+
+A saved workflow keeps them in StepPlacement rows, shared by the workflow page, the editor and the run view; a
+workflow not saved yet keeps them in its draft, and they become rows at its first save. Only a step of the
+draft's text may be placed, so the rows stay bounded by the steps a workflow has had.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from engine.validation import STEP_ID
+from engine.yamlload import YamlLoadError, load
+from forge.audit.services import audit
+from forge.workflows.layouts import LIMIT, _coordinate as coordinate
+from forge.workflows.models import Draft, StepPlacement, Workflow
+
+MAX_ROWS = 5_000  # past this, a workflow's placements of steps it no longer has are forgotten
+
+
+def step_ids(text: str) -> list[str] | None:
+    """The ids of the steps of `text` (bounded load), or None when it does not load."""
+    try:
+        document = load(text).value
+    except YamlLoadError:
+        return None
+    steps = document.get("steps")
+    if not isinstance(steps, list):
+        return []
+    return [step["id"] for step in steps if isinstance(step, dict) and isinstance(step.get("id"), str)]
+
+
+def placements_of(workflow: Workflow | None, draft: Draft | None = None) -> dict[str, dict[str, float]]:
+    """step id -> {"x", "y"}: the workflow's rows, or for a workflow not saved yet its draft's."""
+    if workflow is None:
+        return dict(draft.placements) if draft is not None else {}
+    return {step: {"x": x, "y": y} for step, x, y in
+            StepPlacement.objects.filter(workflow=workflow).values_list("step_id", "x", "y")}
+
+
+class PlacementRefused(ValueError):
+    def __init__(self, code: str, message: str):
+        self.code = code
+        super().__init__(message)
+
+
+def cleaned(positions: Any, known: list[str] | None) -> dict[str, dict[str, float]]:
+    """`positions` checked: {step id: {"x": number, "y": number}}, each id a step of the text."""
+    if not isinstance(positions, dict) or not positions:
+        raise PlacementRefused("bad_request", 'positions is an object {"step id": {"x": number, "y": number}}')
+    if known is None:
+        raise PlacementRefused("not_parsed", "the draft's text does not load, so it has no steps to place")
+    if len(positions) > len(known):
+        raise PlacementRefused("bad_request", f"{len(positions)} positions for {len(known)} steps")
+    kept = {}
+    steps = set(known)
+    for step, at in positions.items():
+        if not STEP_ID.fullmatch(step):
+            raise PlacementRefused("bad_id", f"{step[:64]!r} is not a step id")
+        if step not in steps:
+            raise PlacementRefused("unknown_step", f"the draft has no step {step!r}")
+        if not isinstance(at, dict) or set(at) != {"x", "y"} or not all(coordinate(at[k]) for k in ("x", "y")):
+            raise PlacementRefused("bad_value", f'step {step!r}: a position is {{"x": number, "y": number}}, '
+                                   f"each finite and within {LIMIT:g}")
+        kept[step] = {"x": float(at["x"]), "y": float(at["y"])}
+    return kept
+
+
+def placements_set(user, draft: Draft, positions: Any) -> int:
+    """Keep where the person put these steps of the draft's workflow; the number kept. One audit event."""
+    kept = cleaned(positions, step_ids(draft.text))
+    with transaction.atomic():
+        if draft.workflow_id is None:
+            Draft.objects.filter(pk=draft.pk).update(placements={**draft.placements, **kept})
+            draft.placements = {**draft.placements, **kept}
+        else:
+            _rows(user, draft.workflow, kept)
+        audit("forge.layout.placed", user=user, target=draft_target(draft), detail={"steps": sorted(kept)[:100],
+                                                                               "count": len(kept)})
+    return len(kept)
+
+
+def placement_copy(user, draft: Draft, old: str, new: str) -> bool:
+    """A renamed step keeps its place: the old id's position is copied to the new id (the saved versions still
+    name the old one, so its row stays). False when the old id had no position."""
+    with transaction.atomic():
+        if draft.workflow_id is None:
+            at = draft.placements.get(old)
+            if at is None:
+                return False
+            draft.placements = {**draft.placements, new: at}
+            Draft.objects.filter(pk=draft.pk).update(placements=draft.placements)
+        else:
+            row = StepPlacement.objects.filter(workflow=draft.workflow, step_id=old).first()
+            if row is None:
+                return False
+            _rows(user, draft.workflow, {new: {"x": row.x, "y": row.y}})
+        audit("forge.layout.placed", user=user, target=draft_target(draft), detail={"steps": [new], "count": 1,
+                                                                               "renamed": {old: new}})
+    return True
+
+
+def placements_adopt(user, draft: Draft, workflow: Workflow, text: str) -> None:
+    """At a new workflow's first save its draft's placements become its rows (those of steps it has)."""
+    steps = set(step_ids(text) or ())
+    kept = {step: at for step, at in (draft.placements or {}).items() if step in steps}
+    if kept:
+        _rows(user, workflow, kept)
+
+
+def _rows(user, workflow: Workflow, kept: dict[str, dict[str, float]]) -> None:
+    now = timezone.now()
+    StepPlacement.objects.bulk_create(
+        [StepPlacement(workflow=workflow, step_id=step, x=at["x"], y=at["y"], placed_by=user, placed_at=now)
+         for step, at in kept.items()],
+        update_conflicts=True, unique_fields=["workflow", "step_id"], update_fields=["x", "y", "placed_by",
+                                                                                    "placed_at"])
+    if StepPlacement.objects.filter(workflow=workflow).count() > MAX_ROWS:
+        latest = workflow.latest_version()
+        current = set(step_ids(latest.source) or ()) if latest else set()
+        StepPlacement.objects.filter(workflow=workflow).exclude(step_id__in=current | set(kept)).delete()
+
+
+def draft_target(draft: Draft) -> str:
+    return f"workflow:{draft.workflow.name}" if draft.workflow_id else f"draft:{draft.pk}"
+
