@@ -212,7 +212,7 @@ def draft_patch(request, draft_id: int, body: dict):
                          "revision": draft.revision, **_state(draft, new_text)})
 
 
-@endpoint("POST", keys={"text": str, "ids": list}, write=False)
+@endpoint("POST", keys={"text": str, "ids": list})
 def copy(request, body: dict):
     from engine.edit import PatchError, copy_steps
 
