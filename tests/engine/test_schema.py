@@ -15,7 +15,8 @@ from engine.yamlload import load
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = ROOT.parent / "shared" / "conformance" / "cases"
 DOCUMENTS = sorted([*CONFORMANCE.glob("*.yaml"), *(ROOT / "examples").glob("*.yaml"),
-                    *(ROOT / "tests" / "engine" / "cases").glob("*.yaml")])
+                    *(ROOT / "tests" / "engine" / "cases").glob("*.yaml"),
+                    *(ROOT / "tests" / "engine" / "edit" / "corpus").glob("*.yaml")])
 
 
 def checker() -> jsonschema.Draft202012Validator:
@@ -54,7 +55,7 @@ def test_callers_get_their_own_copy():
 
 
 def test_there_are_documents_to_check():
-    assert len(DOCUMENTS) >= 60, DOCUMENTS
+    assert len(DOCUMENTS) >= 70, DOCUMENTS
 
 
 @pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -67,7 +68,7 @@ def test_the_schema_accepts_every_document_the_validator_accepts(path):
 
 def test_most_of_those_documents_are_valid_so_the_check_above_means_something():
     valid = [p for p in DOCUMENTS if validate_source(p.read_bytes()).valid]
-    assert len(valid) >= 40, len(valid)
+    assert len(valid) >= 50, len(valid)
 
 
 VALID = """\
