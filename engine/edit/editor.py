@@ -1,0 +1,242 @@
+"""Splicing edits into a Source: every edit replaces the characters of one node, entry or item.
+
+An Editor collects splices (start, end, new text) of the text without its
+BOM; `finish` applies them, checks that the new text loads to exactly the
+values the patch meant (so a rendering mistake can never slip through as a
+silent change), and computes the CodeMirror changes.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+from engine.edit import render
+from engine.edit.changes import utf16_changes
+from engine.edit.errors import PatchError, Patched
+from engine.edit.source import Source, bounded_load
+from engine.edit.spans import Node
+
+_MISSING = object()
+
+
+class Editor:
+    def __init__(self, source: Source):
+        self.source = source
+        self.text = source.text
+        self.splices: list[tuple[int, int, str]] = []
+        self.layout = render.Layout(source.map_indent(), source.seq_offset(), source.newline)
+        self._parents: dict[int, tuple[Node | None, Any, tuple]] | None = None
+
+    # -- splices -----------------------------------------------------------
+
+    def splice(self, start: int, end: int, text: str) -> None:
+        self.splices.append((start, end, text))
+
+    def finish(self, expected: Any, renamed: dict | None = None) -> Patched:
+        """Apply the splices, check the result loads to `expected` (the document's new values)."""
+        ordered = sorted(self.splices, key=lambda s: (s[0], s[1]))
+        out: list[str] = []
+        index = 0
+        for start, end, text in ordered:
+            if start < index:
+                raise PatchError("bad_patch", "the patch touches one place twice; apply it in two steps")
+            out.append(self.text[index:start])
+            out.append(text)
+            index = end
+        out.append(self.text[index:])
+        new_body = "".join(out)
+        new_text = self.source.bom + new_body
+        try:
+            loaded = bounded_load(new_text)
+        except PatchError as exc:
+            raise PatchError("bad_value", f"the change would not parse ({exc.message})") from None
+        if not same(loaded.value, expected):
+            raise PatchError("bad_value", "the change cannot be written without changing other values")
+        changes = utf16_changes(self.text, ordered, len(self.source.bom))
+        return Patched(new_text, changes, dict(renamed or {}))
+
+    # -- structure -----------------------------------------------------------
+
+    def parents(self) -> dict[int, tuple[Node | None, Any, tuple]]:
+        """id(node) -> (parent node, the pair or index holding it, its path of keys and indexes)."""
+        if self._parents is None:
+            found: dict[int, tuple[Node | None, Any, tuple]] = {}
+            root = self.source.root
+            found[id(root)] = (None, None, ())
+            stack = [(root, ())]
+            while stack:
+                node, path = stack.pop()
+                if node.kind == "map":
+                    for pair in node.items:
+                        child_path = path + (pair[0].value,)
+                        found[id(pair[1])] = (node, pair, child_path)
+                        stack.append((pair[1], child_path))
+                elif node.kind == "seq":
+                    for k, child in enumerate(node.items):
+                        found[id(child)] = (node, k, path + (k,))
+                        stack.append((child, path + (k,)))
+            self._parents = found
+        return self._parents
+
+    def aliases_of(self, targets: list[Node], outside: tuple[int, int] | None = None) -> list[Node]:
+        """Alias nodes whose anchor is one of `targets`, except those inside the span `outside`."""
+        wanted = {id(t) for t in targets if t.anchor is not None}
+        if not wanted:
+            return []
+        found = []
+        stack = [self.source.root]
+        while stack:
+            node = stack.pop()
+            if node.kind == "alias":
+                if id(node.target) in wanted and not (outside and outside[0] <= node.start < outside[1]):
+                    found.append(node)
+            elif node.kind == "map":
+                stack.extend(pair[1] for pair in node.items)
+            elif node.kind == "seq":
+                stack.extend(node.items)
+        return found
+
+    def value_at(self, path: tuple) -> Any:
+        value = self.source.value
+        for part in path:
+            value = value[part]
+        return value
+
+    def expand(self, alias: Node) -> None:
+        """Write the anchored value in place of `*name` (the alias's readers keep their value)."""
+        parent, slot, path = self.parents()[id(alias)]
+        self.replace(alias, parent, slot, copy.deepcopy(self.value_at(path)))
+
+    # -- edits -----------------------------------------------------------------
+
+    def replace(self, node: Node, parent: Node, slot: Any, value: Any, block_style: str | None = None) -> None:
+        """Replace a node's value; a scalar keeps its quoting, a flow collection stays on its line when the
+        new value fits there, anything else is rendered as a block in the file's indentation."""
+        src = self.source
+        style = node.style if node.kind == "scalar" else ""
+        collection = isinstance(value, (dict, list))
+        multiline = isinstance(value, str) and "\n" in value
+        if parent.flow:
+            self.splice(node.start, node.end, self._inline(value, style))
+            return
+        if not collection and not multiline and style not in ("|", ">") and (
+                node.kind in ("scalar", "alias") or node.flow):
+            self.splice(node.start, node.end, self._inline(value, style))
+            return
+        if node.kind in ("map", "seq") and node.flow and not _has_comment(self.text, node):
+            try:
+                self.splice(node.start, node.end, render.inline(value))
+                return
+            except ValueError:
+                pass
+        end = node.content_end()
+        if parent.kind == "map":
+            key = slot[0]
+            text = render.entry(key.value, value, src.column(key.start), self.layout,
+                                block_style if block_style is not None else style)
+            start = key.start
+        else:
+            dash = self.text.rfind("-", src.line_start(node.start), node.start)
+            if dash < 0:
+                raise PatchError("bad_path", "that list item cannot be rewritten here")
+            text = render.sequence_item(value, src.column(dash), self.layout)[src.column(dash):]
+            start = dash
+        if not (end > 0 and self.text[end - 1] == "\n") and text.endswith(src.newline):
+            text = text[:-len(src.newline)]
+        self.splice(start, end, text)
+
+    @staticmethod
+    def _inline(value: Any, style: str) -> str:
+        try:
+            return render.scalar_like(value, style)
+        except ValueError:
+            raise PatchError("bad_value", "that value cannot be written on one line here") from None
+
+    def add_entry(self, mapping: Node, key: str, value: Any) -> None:
+        """Append `key: value` to a mapping."""
+        src = self.source
+        if mapping.flow:
+            try:
+                text = f"{render.inline(key)}: {render.inline(value)}"
+            except ValueError:
+                raise PatchError("bad_value", "that value cannot be written inside a one-line mapping") from None
+            close = mapping.end - 1
+            self.splice(close, close, (", " if mapping.items else "") + text)
+            return
+        column = src.column(mapping.items[0][0].start)
+        where = src.line_end(mapping.content_end())
+        text = render.entry(key, value, column, self.layout)
+        if where == len(self.text) and self.text and not self.text.endswith("\n"):
+            text = src.newline + " " * column + text
+        else:
+            text = " " * column + text
+        self.splice(where, where, text)
+
+    def remove_entry(self, mapping: Node, pair: tuple) -> None:
+        src = self.source
+        key, value = pair
+        position = mapping.items.index(pair)
+        if mapping.flow:
+            if position + 1 < len(mapping.items):
+                self.splice(key.start, mapping.items[position + 1][0].start, "")
+            elif position > 0:
+                self.splice(mapping.items[position - 1][1].end, value.end, "")
+            else:
+                self.splice(key.start, value.end, "")
+            return
+        line = src.line_start(key.start)
+        if src.text[line:key.start].strip(" "):  # `- key: value`: the dash stays, the next key moves up
+            if position + 1 < len(mapping.items):
+                self.splice(key.start, mapping.items[position + 1][0].start, "")
+            else:
+                self.splice(key.start, src.line_end(value.content_end()), src.newline)
+            return
+        self.splice(line, src.line_end(value.content_end()), "")
+
+    def append_item(self, sequence: Node, value: Any) -> None:
+        src = self.source
+        if sequence.flow:
+            close = sequence.end - 1
+            self.splice(close, close, (", " if sequence.items else "") + render.inline(value))
+            return
+        first = sequence.items[0]
+        dash = self.text.rfind("-", src.line_start(first.start), first.start + 1)
+        where = src.line_end(sequence.content_end())
+        text = render.sequence_item(value, src.column(dash), self.layout)
+        if where == len(self.text) and self.text and not self.text.endswith("\n"):
+            text = src.newline + text
+        self.splice(where, where, text)
+
+    def remove_items(self, sequence: Node, positions: list[int]) -> None:
+        """Remove some items of a list that keeps at least one."""
+        src = self.source
+        keep = [k for k in range(len(sequence.items)) if k not in positions]
+        if sequence.flow:
+            texts = [self.text[sequence.items[k].start:sequence.items[k].end] for k in keep]
+            self.splice(sequence.items[0].start, sequence.items[-1].end, ", ".join(texts))
+            return
+        for k in positions:
+            item = sequence.items[k]
+            dash = self.text.rfind("-", src.line_start(item.start), item.start + 1)
+            if src.text[src.line_start(dash):dash].strip(" "):
+                raise PatchError("bad_path", "that list item shares its line; edit the text")
+            self.splice(src.line_start(dash), src.line_end(item.content_end()), "")
+
+
+def _has_comment(text: str, node: Node) -> bool:
+    return "#" in text[node.start:node.end]
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal as loaded values: NaN equals NaN, 1 is not True (key order aside: a new key may go anywhere)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return a == b

@@ -1,0 +1,3 @@
+"""Placeholder replaced below."""
+def copy_steps(text, ids):
+    raise NotImplementedError

@@ -1,0 +1,555 @@
+"""Typed patches of a workflow text (design 20 section 1): each is spliced into the text, never re-dumped."""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+from engine.edit import render
+from engine.edit.editor import Editor
+from engine.edit.errors import PatchError, Patched
+from engine.edit.references import step_refs
+from engine.edit.source import Source
+from engine.graph import CycleError, Graph
+from engine.validation import STEP_ID
+
+MAX_PATH = 16
+MAX_VALUE_NODES = 10_000
+MAX_VALUE_DEPTH = 32
+
+_KEYS = {
+    "step.add": ({"step"}, {"after"}),
+    "step.remove": ({"id"}, set()),
+    "step.rename": ({"id", "to"}, set()),
+    "step.duplicate": ({"id"}, set()),
+    "edge.add": ({"from", "to"}, set()),
+    "edge.remove": ({"from", "to"}, set()),
+    "field.set": ({"id", "path", "value"}, set()),
+    "field.unset": ({"id", "path"}, set()),
+    "selection.paste": ({"yaml"}, {"after"}),
+}
+
+
+def apply_patch(text: str, op: dict) -> Patched:
+    """Apply one patch to a workflow text.
+
+    Returns:
+        Patched: the new text, the CodeMirror changes from the old one, and ids a paste renamed.
+
+    Raises:
+        PatchError: the patch is malformed or cannot apply; nothing changes.
+    """
+    if not isinstance(op, dict):
+        raise PatchError("bad_patch", "a patch must be a JSON object with an `op`")
+    kind = op.get("op")
+    if not isinstance(kind, str) or kind not in _KEYS:
+        raise PatchError("bad_patch", f"unknown patch op {kind!r}; one of {', '.join(sorted(_KEYS))}")
+    required, optional = _KEYS[kind]
+    unknown = set(op) - required - optional - {"op"}
+    if unknown:
+        raise PatchError("bad_patch", f"unknown key(s) in a {kind} patch: {', '.join(sorted(map(str, unknown)))}")
+    missing = required - set(op)
+    if missing:
+        raise PatchError("bad_patch", f"a {kind} patch needs {', '.join(sorted(missing))}")
+    source = Source(text)
+    if kind == "selection.paste":
+        from engine.edit.pasting import paste
+        return paste(source, op["yaml"], op.get("after"))
+    if kind == "step.rename":
+        from engine.edit.rename import rename
+        return rename(source, op)
+    if kind == "step.duplicate":
+        from engine.edit.pasting import duplicate
+        return duplicate(source, op["id"])
+    return _OPS[kind](source, op)
+
+
+# -- checks ---------------------------------------------------------------
+
+
+def check_id(value: Any, what: str = "a step id") -> str:
+    if not isinstance(value, str) or not STEP_ID.fullmatch(value) or value == "loop":
+        raise PatchError("bad_id", f"{what} must match [a-z][a-z0-9_]{{0,63}} (and not be `loop`), not {value!r}")
+    return value
+
+
+def check_value(value: Any) -> Any:
+    """A JSON value of bounded size; NaN and infinities are refused (JSON has none)."""
+    count = 0
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        count += 1
+        if count > MAX_VALUE_NODES or depth > MAX_VALUE_DEPTH:
+            raise PatchError("bad_value", "the value is too large or too deep")
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    raise PatchError("bad_value", "mapping keys must be strings")
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise PatchError("bad_value", "a number must be finite")
+        elif isinstance(item, str):
+            if "\x00" in item:
+                raise PatchError("bad_value", "a NUL character cannot be written")
+        elif item is not None and not isinstance(item, (bool, int)):
+            raise PatchError("bad_value", f"{type(item).__name__} is not a JSON value")
+    return value
+
+
+def _check_path(path: Any) -> list:
+    if not isinstance(path, list) or not path or len(path) > MAX_PATH:
+        raise PatchError("bad_path", f"a path is a list of 1 to {MAX_PATH} keys and indexes")
+    for part in path:
+        if isinstance(part, bool) or not isinstance(part, (str, int)) or part == "" or \
+                (isinstance(part, int) and part < 0):
+            raise PatchError("bad_path", f"{part!r} is not a key or an index")
+    return path
+
+
+def _steps_required(source: Source) -> None:
+    if source.steps_node is None or source.steps_node.kind != "seq":
+        raise PatchError("unknown_step", "the document has no list of steps")
+
+
+# -- the document's values after a patch -----------------------------------------
+
+
+def expected_steps(source: Source) -> tuple[dict, list]:
+    value = copy.deepcopy(source.value)
+    return value, value.get("steps") if isinstance(value.get("steps"), list) else []
+
+
+# -- field.set / field.unset ---------------------------------------------------
+
+
+def _container(source: Source, step_id):
+    """(node, value, path prefix) of the mapping a field path starts from: a step or the document."""
+    if step_id is None:
+        return source.root, ()
+    _steps_required(source)
+    i = source.step_position(step_id)
+    node = source.step_nodes[i]
+    if node.kind != "map":
+        raise PatchError("bad_path", f"step {step_id!r} is not a mapping")
+    return node, ("steps", i)
+
+
+def _nested(path: list, value: Any) -> Any:
+    for part in reversed(path):
+        if isinstance(part, int):
+            if part != 0:
+                raise PatchError("bad_path", "a new list starts at index 0")
+            value = [value]
+        else:
+            value = {part: value}
+    return value
+
+
+def _anchored_on_path(editor: Editor, nodes: list, outside: tuple[int, int]) -> None:
+    """An anchored node this edit goes through: expand its aliases elsewhere first, so only this step
+    changes."""
+    for alias in editor.aliases_of(nodes, outside):
+        editor.expand(alias)
+
+
+def field_set(source: Source, op: dict) -> Patched:
+    path = _check_path(op["path"])
+    value = check_value(op["value"])
+    step_id = op["id"]
+    _check_field_target(step_id, path)
+    root, prefix = _container(source, step_id)
+    editor = Editor(source)
+    expected = copy.deepcopy(source.value)
+    _assign(expected, list(prefix) + path, copy.deepcopy(value))
+    node, parent, slot = root, None, None
+    walked = [root]
+    for k, part in enumerate(path):
+        rest = path[k + 1:]
+        if node.kind == "alias":  # reached through an alias: write this copy out, changed, in this place only
+            plain = copy.deepcopy(editor.value_at(editor.parents()[id(node)][2]))
+            _assign(plain, path[k:], copy.deepcopy(value), refuse=True)
+            editor.replace(node, parent, slot, plain)
+            return editor.finish(expected)
+        if node.kind == "map" and isinstance(part, str):
+            pair = node.get(part)
+            if pair is None:
+                _anchored_on_path(editor, walked, (root.start, root.content_end()))
+                if node is source.root and source.steps_pair is not None and not node.flow:
+                    _insert_before_steps(source, editor, part, _nested(rest, value))
+                else:
+                    editor.add_entry(node, part, _nested(rest, value))
+                return editor.finish(expected)
+            parent, slot, node = node, pair, pair[1]
+        elif node.kind == "seq" and isinstance(part, int):
+            if part == len(node.items) and node.items:
+                _anchored_on_path(editor, walked, (root.start, root.content_end()))
+                editor.append_item(node, _nested(rest, value))
+                return editor.finish(expected)
+            if part >= len(node.items):
+                raise PatchError("bad_path", f"index {part} is past the end of the list")
+            parent, slot, node = node, part, node.items[part]
+        elif node.kind == "scalar" and node.value in ("", "~", "null", "Null", "NULL") and not node.style \
+                and parent is not None:
+            _anchored_on_path(editor, walked, (root.start, root.content_end()))
+            editor.replace(node, parent, slot, _nested(path[k:], value))
+            return editor.finish(expected)
+        else:
+            where = ".".join(str(p) for p in path[:k]) or "the step"
+            raise PatchError("bad_path", f"{where} has no place for {part!r}")
+        walked.append(node)
+    _anchored_on_path(editor, walked, (root.start, root.content_end()))
+    editor.replace(node, parent, slot, value)
+    return editor.finish(expected)
+
+
+def _insert_before_steps(source: Source, editor: Editor, key: str, value: Any) -> None:
+    """A new document field goes above `steps:`, with the other document fields."""
+    steps_key = source.steps_pair[0]
+    where = source.line_start(steps_key.start)
+    while where > 0:  # above the comments that introduce the steps
+        above = source.line_start(where - 1)
+        if not source.text[above:where].strip(" \t\r\n").startswith("#"):
+            break
+        where = above
+    column = source.column(steps_key.start)
+    editor.splice(where, where, " " * column + render.entry(key, value, column, editor.layout))
+
+
+def _check_field_target(step_id, path: list) -> None:
+    if step_id is not None and not isinstance(step_id, str):
+        raise PatchError("bad_patch", "`id` is a step id or null (the document)")
+    if step_id is not None and path[0] == "id":
+        raise PatchError("use_rename", "a step's id changes with step.rename, which also rewrites its references")
+    if step_id is None and path[0] == "steps":
+        raise PatchError("bad_path", "steps change with the step patches")
+
+
+def _assign(target: Any, path: list, value: Any, refuse: bool = False) -> None:
+    node = target
+    for k, part in enumerate(path[:-1]):
+        nxt = node[part] if (isinstance(node, dict) and part in node) or \
+            (isinstance(node, list) and isinstance(part, int) and part < len(node)) else None
+        if nxt is None or not isinstance(nxt, (dict, list)):
+            if refuse and nxt is not None:
+                raise PatchError("bad_path", f"{part!r} holds a value, not a mapping")
+            nxt = {} if isinstance(path[k + 1], str) else []
+            if isinstance(node, list) and part == len(node):
+                node.append(nxt)
+            else:
+                node[part] = nxt
+        node = nxt
+    last = path[-1]
+    if isinstance(node, list) and isinstance(last, int) and last == len(node):
+        node.append(value)
+    elif isinstance(node, list) and not isinstance(last, int):
+        raise PatchError("bad_path", f"{last!r} is not an index of a list")
+    elif isinstance(node, dict) and not isinstance(last, str):
+        raise PatchError("bad_path", f"{last!r} is not a key of a mapping")
+    else:
+        node[last] = value
+
+
+def field_unset(source: Source, op: dict) -> Patched:
+    path = _check_path(op["path"])
+    step_id = op["id"]
+    _check_field_target(step_id, path)
+    root, prefix = _container(source, step_id)
+    editor = Editor(source)
+    node, parent, slot = root, None, None
+    walked = [root]
+    value = editor.value_at(prefix)
+    for part in path:
+        if node.kind == "alias":
+            plain = copy.deepcopy(editor.value_at(editor.parents()[id(node)][2]))
+            rest = path[path.index(part):]
+            _remove(plain, rest)
+            editor.replace(node, parent, slot, plain)
+            expected = copy.deepcopy(source.value)
+            _remove(expected, list(prefix) + path)
+            return editor.finish(expected)
+        if node.kind == "map" and isinstance(part, str) and node.get(part) is not None:
+            parent, slot, node = node, node.get(part), node.get(part)[1]
+        elif node.kind == "seq" and isinstance(part, int) and part < len(node.items):
+            parent, slot, node = node, part, node.items[part]
+        else:
+            return Patched(source.bom + source.text, [], {})  # already absent: nothing to do
+        walked.append(node)
+        value = value[part]
+    _anchored_on_path(editor, walked, (root.start, root.content_end()))
+    for alias in editor.aliases_of([node]):  # the node goes: aliases elsewhere keep its value
+        editor.expand(alias)
+    expected = copy.deepcopy(source.value)
+    _remove(expected, list(prefix) + path)
+    if parent.kind == "map":
+        if len(parent.items) == 1 and not parent.flow:
+            grand = editor.parents()[id(parent)]
+            if grand[0] is None:
+                raise PatchError("bad_path", "the document cannot lose its last key")
+            editor.replace(parent, grand[0], grand[1], {})
+        else:
+            editor.remove_entry(parent, slot)
+    else:
+        if len(parent.items) == 1 and not parent.flow:
+            grand = editor.parents()[id(parent)]
+            editor.replace(parent, grand[0], grand[1], [])
+        else:
+            editor.remove_items(parent, [slot])
+    return editor.finish(expected)
+
+
+def _remove(target: Any, path: list) -> None:
+    node = target
+    for part in path[:-1]:
+        node = node[part]
+    del node[path[-1]]
+
+
+# -- edges -------------------------------------------------------------------
+
+
+def dependencies(source: Source) -> dict[str, list]:
+    """step id -> [(dependency id, Ref or "sequential")] for the steps with a valid first-held id."""
+    ids = source.index
+    deps: dict[str, list] = {step_id: [] for step_id in ids}
+    previous = None
+    sequential = source.value.get("sequential") is True
+    for i, raw in enumerate(source.step_values):
+        own = raw.get("id") if isinstance(raw, dict) else None
+        if isinstance(own, str) and ids.get(own) == i:
+            if sequential and previous is not None and "depends_on" not in raw:
+                deps[own].append((previous, "sequential"))
+            for ref in step_refs(raw, ids):
+                if ref.target in ids and ref.target != own:
+                    deps[own].append((ref.target, ref))
+        if isinstance(raw, dict):
+            previous = own if isinstance(own, str) and ids.get(own) == i else None
+    return deps
+
+
+def edge_add(source: Source, op: dict) -> Patched:
+    _steps_required(source)
+    a, b = op["from"], op["to"]
+    source.step_position(a)
+    j = source.step_position(b)
+    if a == b:
+        raise PatchError("self_edge", f"a step cannot depend on itself ({a!r})")
+    raw = source.step_values[j]
+    depends_on = raw.get("depends_on")
+    if isinstance(depends_on, list) and a in depends_on:
+        return Patched(source.bom + source.text, [], {})
+    deps = dependencies(source)
+    graph = {k: [d for d, _ in v] for k, v in deps.items()}
+    graph[b] = graph[b] + [a]
+    try:
+        Graph(graph).layers()
+    except CycleError as exc:
+        raise PatchError("cycle", f"{a} -> {b} would close a cycle: {' -> '.join(exc.cycle)}") from None
+    editor = Editor(source)
+    expected, steps = expected_steps(source)
+    node = source.step_nodes[j]
+    if node.kind != "map":
+        raise PatchError("bad_path", f"step {b!r} is not a mapping")
+    pair = node.get("depends_on")
+    if pair is not None and pair[1].kind == "seq" and pair[1].items:
+        editor.append_item(pair[1], a)
+        steps[j]["depends_on"] = list(depends_on) + [a]
+    else:
+        new = [a]
+        if pair is None and source.value.get("sequential") is True and j > 0:
+            previous = next((d for d, why in deps[b] if why == "sequential"), None)
+            if previous is not None and previous != a:
+                new = [previous, a]
+        if pair is not None:
+            editor.replace(pair[1], node, pair, new)
+        else:
+            editor.add_entry(node, "depends_on", _list_style(source, new))
+        steps[j]["depends_on"] = new
+    return editor.finish(expected)
+
+
+def _list_style(source: Source, value: list) -> Any:
+    """A new depends_on is written as the file writes its others (one line, `[a, b]`, unless they are blocks)."""
+    for node in source.step_nodes:
+        pair = node.get("depends_on") if node.kind == "map" else None
+        if pair is not None and pair[1].kind == "seq" and pair[1].items:
+            return value if not pair[1].flow else render.FlowList(value)
+    return render.FlowList(value)
+
+
+def edge_remove(source: Source, op: dict) -> Patched:
+    _steps_required(source)
+    a, b = op["from"], op["to"]
+    source.step_position(a)
+    j = source.step_position(b)
+    raw = source.step_values[j]
+    depends_on = raw.get("depends_on")
+    if not (isinstance(depends_on, list) and a in depends_on):
+        sources = [why for dep, why in dependencies(source).get(b, []) if dep == a]
+        if sources:
+            where = sorted({"`sequential: true` (the step before it in the file)" if why == "sequential"
+                            else f"`{why.via}`" for why in sources})
+            raise PatchError("implicit_edge", f"{b} depends on {a} through {', '.join(where)}; change that field "
+                             "to remove the dependency")
+        raise PatchError("bad_patch", f"there is no edge {a} -> {b}")
+    editor = Editor(source)
+    expected, steps = expected_steps(source)
+    _drop_dependency(source, editor, j, a, steps)
+    return editor.finish(expected)
+
+
+def _drop_dependency(source: Source, editor: Editor, j: int, a: str, steps: list) -> None:
+    node = source.step_nodes[j]
+    pair = node.get("depends_on")
+    seq = pair[1]
+    if seq.kind == "alias":
+        keep = [d for d in source.step_values[j]["depends_on"] if d != a]
+        editor.replace(seq, node, pair, keep)
+        steps[j]["depends_on"] = keep
+        return
+    positions = [k for k, item in enumerate(seq.items) if item.kind == "scalar" and item.value == a]
+    keep = [d for d in source.step_values[j]["depends_on"] if d != a]
+    if keep:
+        editor.remove_items(seq, positions)
+        steps[j]["depends_on"] = keep
+    elif source.value.get("sequential") is True:
+        editor.replace(seq, node, pair, [])  # an empty list, not no key: no key would chain it again
+        steps[j]["depends_on"] = []
+    else:
+        editor.remove_entry(node, pair)
+        del steps[j]["depends_on"]
+
+
+# -- steps -------------------------------------------------------------------
+
+
+def step_add(source: Source, op: dict) -> Patched:
+    step = op["step"]
+    if not isinstance(step, dict):
+        raise PatchError("bad_patch", "`step` must be a mapping of fields")
+    step_id = check_id(step.get("id"))
+    check_value(step)
+    if step_id in source.index:
+        raise PatchError("duplicate_id", f"there is already a step {step_id!r}")
+    step = {"id": step_id, **{k: v for k, v in step.items() if k != "id"}}
+    return insert_steps(source, [step], op.get("after"))
+
+
+def insert_steps(source: Source, steps: list[dict], after, text: str | None = None,
+                 renamed: dict | None = None) -> Patched:
+    """Insert steps after `after` (or at the end): rendered, or `text` (a block list at column 0) when
+    given."""
+    if after is not None:
+        _steps_required(source)
+        position = source.step_position(after) + 1
+    else:
+        position = len(source.step_values)
+    editor = Editor(source)
+    expected, values = expected_steps(source)
+    if "steps" not in expected or not isinstance(expected.get("steps"), list):
+        expected["steps"] = values = []
+    values[position:position] = copy.deepcopy(steps)
+    nl = source.newline
+    if source.block_steps() and source.step_nodes:
+        dash, indent = source.dash_column(), source.item_indent()
+        block = _indented(text, dash, nl) if text is not None else "".join(
+            render.item(step, dash, indent, editor.layout) for step in steps)
+        if source.blank_between_steps():
+            block = nl + block.replace(nl + " " * dash + "-", nl + nl + " " * dash + "-") if text is None else \
+                nl + block
+        where = source.line_end(source.step_nodes[position - 1].content_end()) if position else \
+            source.item_span(0)[0]
+        if position == 0 and source.blank_between_steps():
+            block = block[len(nl):] + nl
+        if where == len(source.text) and not source.text.endswith("\n"):
+            block = nl + block.rstrip("\r\n")
+        editor.splice(where, where, block)
+    elif source.steps_node is not None and source.steps_node.kind == "seq" and source.steps_node.items:
+        seq = source.steps_node  # a one-line list of steps stays one line
+        rendered = ", ".join(render.inline(step) for step in steps)
+        at = seq.items[position - 1].end if position else seq.items[0].start
+        editor.splice(at, at, ", " + rendered if position else rendered + ", ")
+    else:
+        block = _indented(text, 2, nl) if text is not None else "".join(
+            render.item(step, 2, 2, editor.layout) for step in steps)
+        if source.steps_pair is not None:
+            key, value = source.steps_pair
+            end = value.end if value.kind != "seq" or value.flow else value.content_end()
+            editor.splice(key.start, source.line_end(end), "steps:" + nl + block)
+        else:
+            lead = "" if not source.text or source.text.endswith("\n") else nl
+            editor.splice(len(source.text), len(source.text), lead + "steps:" + nl + block)
+    return editor.finish(expected, renamed)
+
+
+def _indented(text: str, column: int, nl: str) -> str:
+    lines = text.replace("\r\n", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return "".join((" " * column + line if line.strip() else "") + nl for line in lines)
+
+
+def step_remove(source: Source, op: dict) -> Patched:
+    _steps_required(source)
+    step_id = op["id"]
+    i = source.step_position(step_id)
+    editor = Editor(source)
+    expected, steps = expected_steps(source)
+    start, end = source.item_span(i)
+    node = source.step_nodes[i]
+    anchored = _anchored_within(node)
+    for alias in editor.aliases_of(anchored, (start, end)):
+        editor.expand(alias)
+    for j, raw in enumerate(source.step_values):
+        if j != i and isinstance(raw, dict) and isinstance(raw.get("depends_on"), list) and \
+                step_id in raw["depends_on"] and source.step_nodes[j].kind == "map":
+            _drop_dependency(source, editor, j, step_id, steps)
+    if source.block_steps():
+        text = source.text
+        if len(source.step_nodes) == 1:
+            key = source.steps_pair[0]
+            editor.splice(key.start, end, "steps: []" + source.newline)
+        else:
+            if i + 1 < len(source.step_nodes):  # the blank lines that separate it from the next step go too
+                end = source.item_span(i + 1)[0]
+            else:  # the last step: the blank lines before it go
+                start = source.line_end(source.step_nodes[i - 1].content_end())
+            editor.splice(start, end, "")
+    else:
+        seq = source.steps_node
+        if len(seq.items) == 1:
+            editor.splice(seq.items[0].start, seq.items[0].end, "")
+        elif i + 1 < len(seq.items):
+            editor.splice(seq.items[i].start, seq.items[i + 1].start, "")
+        else:
+            editor.splice(seq.items[i - 1].end, seq.items[i].end, "")
+    del steps[i]
+    return editor.finish(expected)
+
+
+def _anchored_within(node) -> list:
+    found, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        if current.anchor is not None:
+            found.append(current)
+        if current.kind == "map":
+            for key, value in current.items:
+                stack.extend((key, value))
+        elif current.kind == "seq":
+            stack.extend(current.items)
+    return found
+
+
+_OPS = {
+    "step.add": step_add,
+    "step.remove": step_remove,
+    "edge.add": edge_add,
+    "edge.remove": edge_remove,
+    "field.set": field_set,
+    "field.unset": field_unset,
+}

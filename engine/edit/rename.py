@@ -1,0 +1,128 @@
+"""step.rename: the id and every reference to it, found as the engine finds them, and nothing else.
+
+A reference is rewritten in place: the characters of the old id inside the
+scalar's text are replaced, so quoting, block style and the rest of the line
+stay. When a scalar's text cannot be matched character for character to its
+value (escapes), the scalar is rendered again in its style.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+
+from engine.edit.editor import Editor
+from engine.edit.errors import PatchError, Patched
+from engine.edit.references import Ref, step_refs
+from engine.edit.source import Source
+from engine.edit.spans import Node
+
+_WORD = "A-Za-z0-9_"
+
+
+def occurrences(text: str, word: str) -> list[int]:
+    """Where `word` stands as a whole name (not inside a longer name)."""
+    pattern = re.compile(rf"(?<![{_WORD}]){re.escape(word)}(?![{_WORD}])")
+    return [m.start() for m in pattern.finditer(text)]
+
+
+def rename(source: Source, op: dict) -> Patched:
+    from engine.edit.patches import _steps_required, check_id
+    _steps_required(source)
+    old, new = op["id"], op["to"]
+    i = source.step_position(old)
+    check_id(new, "the new id")
+    if new == old:
+        return Patched(source.bom + source.text, [], {})
+    if new in source.index:
+        raise PatchError("duplicate_id", f"there is already a step {new!r}")
+    editor = Editor(source)
+    node = source.step_nodes[i]
+    id_pair = node.get("id") if node.kind == "map" else None
+    if id_pair is None:
+        raise PatchError("bad_path", f"step {old!r} has its id where it cannot be rewritten")
+    wanted: dict[int, tuple[Node, str, list[int | None]]] = {}  # id(node) -> (node, value, offsets)
+    wanted[id(id_pair[1])] = (id_pair[1], old, [None])
+    for j, raw in enumerate(source.step_values):
+        if j >= len(source.step_nodes) or not isinstance(raw, dict):
+            continue
+        for ref in step_refs(raw, source.index):
+            if ref.target != old:
+                continue
+            target, value = _locate(source.step_nodes[j], raw, ref)
+            if target is None:
+                continue
+            entry = wanted.setdefault(id(target), (target, value, []))
+            if ref.offset not in entry[2]:
+                entry[2].append(ref.offset)
+    rewritten: dict[int, str] = {}
+    for target, value, offsets in wanted.values():
+        rewritten[id(target)] = _rewrite(editor, source, target, value, offsets, old, new)
+    expected = copy.deepcopy(source.value)
+    _apply_expected(editor, expected, rewritten)
+    return editor.finish(expected)
+
+
+def _locate(step: Node, raw: dict, ref: Ref) -> tuple[Node | None, str]:
+    node, value = step, raw
+    for part in ref.path:
+        while node.kind == "alias":
+            node = node.target
+        if node.kind == "map" and isinstance(part, str):
+            pair = node.get(part)
+            if pair is None:
+                return None, ""
+            node = pair[1]
+        elif node.kind == "seq" and isinstance(part, int) and part < len(node.items):
+            node = node.items[part]
+        else:
+            return None, ""
+        value = value[part]
+    while node.kind == "alias":
+        node = node.target
+    return (node, value) if node.kind == "scalar" and isinstance(value, str) else (None, "")
+
+
+def _rewrite(editor: Editor, source: Source, node: Node, value: str, offsets: list, old: str, new: str) -> str:
+    value_at = occurrences(value, old)
+    chosen = sorted({0 if offset is None else offset for offset in offsets})
+    new_value = value
+    for offset in reversed(chosen):
+        new_value = new_value[:offset] + new + new_value[offset + len(old):]
+    start = node.start
+    if node.anchor is not None and source.text.startswith("&", start):
+        start = start + 1 + len(node.anchor)
+        while source.text[start] in " \t":
+            start += 1
+    if node.style in ("|", ">"):
+        start = source.line_end(start)
+    text_at = occurrences(source.text[start:node.end], old)
+    if len(text_at) == len(value_at) and all(offset in value_at for offset in chosen):
+        for offset in chosen:
+            at = start + text_at[value_at.index(offset)]
+            editor.splice(at, at + len(old), new)
+    else:  # escapes stand between the text and the value: write the scalar again, in its style
+        parent, slot, _ = editor.parents()[id(node)]
+        editor.replace(node, parent, slot, new_value)
+    return new_value
+
+
+def _apply_expected(editor: Editor, expected: dict, rewritten: dict[int, str]) -> None:
+    """Every place that reads a rewritten scalar (itself or an alias of it) holds its new value."""
+    parents = editor.parents()
+    stack = [editor.source.root]
+    places = []
+    while stack:
+        node = stack.pop()
+        if node.kind == "map":
+            stack.extend(pair[1] for pair in node.items)
+        elif node.kind == "seq":
+            stack.extend(node.items)
+        target = node.target if node.kind == "alias" else node
+        if target is not None and id(target) in rewritten and id(node) in parents:
+            places.append((parents[id(node)][2], rewritten[id(target)]))
+    for path, value in places:
+        holder = expected
+        for part in path[:-1]:
+            holder = holder[part]
+        holder[path[-1]] = value

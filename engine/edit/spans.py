@@ -1,0 +1,134 @@
+"""Where every node of a YAML text starts and ends, from libyaml's event stream.
+
+engine.yamlload gives values and start positions; a patch also needs where a
+node ends, its style and its anchor, to replace exactly its characters. The
+text has passed engine.yamlload's bounds before it gets here, so this walk is
+bounded too. Offsets are Python string indexes of the text without its BOM.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+_Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class Node:
+    """One node: `kind` is "map", "seq", "scalar" or "alias".
+
+    For a map `items` is a list of (key node, value node), for a seq a list of
+    nodes; a scalar has `value` (its text as parsed) and `style` ("" plain, "'",
+    '"', "|", ">"); an alias has `value` = the anchor's name and `target`.
+    """
+
+    __slots__ = ("kind", "start", "end", "style", "anchor", "flow", "items", "value", "target")
+
+    def __init__(self, kind: str, start: int, anchor: str | None = None):
+        self.kind = kind
+        self.start = start
+        self.end = start
+        self.style = ""
+        self.anchor = anchor
+        self.flow = False
+        self.items: list = []
+        self.value = None
+        self.target = None
+
+    def get(self, key: str) -> tuple[Node, Node] | None:
+        """The (key, value) pair of a map whose key is the text `key`."""
+        for pair in self.items:
+            if pair[0].kind == "scalar" and pair[0].value == key:
+                return pair
+        return None
+
+    def content_end(self) -> int:
+        """Where the node's own characters end: a block collection ends with its last descendant, and a
+        block scalar that does not keep its trailing blank lines ends before them."""
+        node = self
+        while node.kind in ("map", "seq") and not node.flow and node.items:
+            last = node.items[-1]
+            node = last[1] if node.kind == "map" else last
+        return node.end
+
+    def __repr__(self) -> str:
+        return f"Node({self.kind}, {self.start}-{self.end})"
+
+
+def build(text: str) -> Node:
+    """The node tree of a text that engine.yamlload accepted (one document, a mapping at the root)."""
+    parser = _Parser(text)
+    stack: list[Node] = []
+    pending_key: list = []  # per open map: the key node waiting for its value, or None
+    anchors: dict[str, Node] = {}
+    root = None
+    while True:
+        event = parser.get_event()
+        if event is None:
+            break
+        kind = type(event)
+        if kind is yaml.ScalarEvent:
+            node = Node("scalar", event.start_mark.index, event.anchor)
+            node.end = event.end_mark.index
+            node.value = event.value
+            node.style = event.style or ""
+            if node.style in ("|", ">"):
+                node.end = _block_scalar_end(text, node)
+        elif kind is yaml.AliasEvent:
+            node = Node("alias", event.start_mark.index)
+            node.end = event.end_mark.index
+            node.value = event.anchor
+            node.target = anchors.get(event.anchor)
+        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            node = Node("map" if kind is yaml.MappingStartEvent else "seq", event.start_mark.index, event.anchor)
+            node.flow = bool(event.flow_style)
+            _place(stack, pending_key, node)
+            stack.append(node)
+            pending_key.append(None)
+            if event.anchor is not None:
+                anchors[event.anchor] = node
+            continue
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            node = stack.pop()
+            pending_key.pop()
+            node.end = event.end_mark.index if node.flow else node.content_end()
+            if not stack:
+                root = node
+            continue
+        else:
+            continue
+        if node.anchor is not None:
+            anchors[node.anchor] = node
+        if not stack:
+            root = node
+        else:
+            _place(stack, pending_key, node)
+    return root
+
+
+def _place(stack: list[Node], pending_key: list, node: Node) -> None:
+    if not stack:
+        return
+    parent = stack[-1]
+    if parent.kind == "seq":
+        parent.items.append(node)
+    elif pending_key[-1] is None:
+        pending_key[-1] = node
+    else:
+        parent.items.append((pending_key[-1], node))
+        pending_key[-1] = None
+
+
+def _block_scalar_end(text: str, node: Node) -> int:
+    """A `|` or `>` scalar's token runs to the next content; unless it keeps (`+`) its trailing blank lines,
+    they belong to the text around it."""
+    header_end = text.find("\n", node.start)
+    header = text[node.start:header_end if header_end >= 0 else len(text)].split("#")[0]
+    if "+" in header:
+        return node.end
+    end = node.end
+    while end > node.start:
+        line_start = text.rfind("\n", node.start, end - 1) + 1
+        if line_start <= node.start or text[line_start:end].strip(" \t\r\n"):
+            break
+        end = line_start
+    return end
