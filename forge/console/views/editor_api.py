@@ -51,6 +51,8 @@ def endpoint(method: str, *, keys: dict[str, type | tuple] | None = None, write:
             if write and not can(request.user, "workflow.edit"):
                 return refusal(403, "forbidden", "you may not edit workflows")
             try:
+                if "draft_id" in kwargs:  # before the body: a draft that is not the person's is 404 whatever is sent
+                    kwargs["draft"] = editing.draft_of(request.user, kwargs.pop("draft_id"))
                 if keys is not None:
                     kwargs["body"] = _body(request, keys)
                 return view(request, **kwargs)
@@ -133,8 +135,7 @@ def schema(request):
 
 
 @endpoint("GET")
-def draft_read(request, draft_id: int):
-    draft = editing.draft_of(request.user, draft_id)
+def draft_read(request, draft):
     latest = draft.workflow.latest_version() if draft.workflow_id else None
     return JsonResponse({
         "id": draft.pk, "text": draft.text, "revision": draft.revision,
@@ -178,22 +179,20 @@ def _stale(draft, revision: int) -> None:
 
 
 @endpoint("POST", keys={"text": str, "revision": int})
-def draft_text(request, draft_id: int, body: dict):
+def draft_text(request, draft, body: dict):
     """The typing request: keep the text as the draft's, and answer its problems and outline."""
-    draft = editing.draft_of(request.user, draft_id)
     text = editing.storable(body["text"], "the text")
     _stale(draft, editing.revision_of(body["revision"]))
     if not editing.draft_write(request.user, draft, text, body["revision"]):
-        _stale(editing.draft_of(request.user, draft_id), body["revision"])  # a newer write came in between
+        _stale(editing.draft_of(request.user, draft.pk), body["revision"])  # a newer write came in between
     return JsonResponse({"revision": draft.revision, **_state(draft, text)})
 
 
 @endpoint("POST", keys={"text": str, "revision": int, "op": dict})
-def draft_patch(request, draft_id: int, body: dict):
+def draft_patch(request, draft, body: dict):
     """A graph or inspector gesture: the patch applied to the page's text (which may be ahead of the draft's)."""
     from engine.edit import PatchError, apply_patch
 
-    draft = editing.draft_of(request.user, draft_id)
     text = editing.storable(body["text"], "the text")
     _stale(draft, editing.revision_of(body["revision"]))
     try:
@@ -204,10 +203,10 @@ def draft_patch(request, draft_id: int, body: dict):
         raise EditRefused("bad_value", "the patch's value nests too deep") from None
     new_text = editing.storable(patched.text, "the patched text")
     if not editing.draft_write(request.user, draft, new_text, body["revision"]):
-        _stale(editing.draft_of(request.user, draft_id), body["revision"])
-    if body["op"].get("op") == "step.rename":
-        for old, new in patched.renamed.items():
-            placements.placement_copy(request.user, draft, old, new)
+        _stale(editing.draft_of(request.user, draft.pk), body["revision"])
+    op = body["op"]
+    if op.get("op") == "step.rename" and op["id"] != op["to"]:  # applied, so both are step ids
+        placements.placement_copy(request.user, draft, op["id"], op["to"])
     return JsonResponse({"text": new_text, "changes": patched.changes, "renamed": patched.renamed,
                          "revision": draft.revision, **_state(draft, new_text)})
 
@@ -227,14 +226,12 @@ def copy(request, body: dict):
 
 
 @endpoint("POST", keys={"positions": dict})
-def draft_placements(request, draft_id: int, body: dict):
-    draft = editing.draft_of(request.user, draft_id)
+def draft_placements(request, draft, body: dict):
     return JsonResponse({"kept": placements.placements_set(request.user, draft, body["positions"])})
 
 
 @endpoint("POST", keys={"text": str, "revision": int, "message": str, "base_version": (int, type(None))})
-def draft_save(request, draft_id: int, body: dict):
-    draft = editing.draft_of(request.user, draft_id)
+def draft_save(request, draft, body: dict):
     editing.revision_of(body["revision"])
     saved = editing.draft_save(request.user, draft, body["text"], body["message"], body["base_version"])
     editing.draft_write(request.user, draft, body["text"], body["revision"])  # the page's revision, when newer
@@ -245,8 +242,7 @@ def draft_save(request, draft_id: int, body: dict):
 
 
 @endpoint("POST", keys={})
-def draft_discard(request, draft_id: int, body: dict):
-    draft = editing.draft_of(request.user, draft_id)
+def draft_discard(request, draft, body: dict):
     editing.draft_discard(request.user, draft)
     url = reverse("console:workflow", args=[draft.workflow.name]) if draft.workflow_id else reverse(
         "console:workflows")
