@@ -1,3 +1,120 @@
-"""The outline: best-effort graph of any text (never raises). Filled in below."""
-def outline(text):
-    return {}
+"""The outline of any text: the graph the editor draws, from the engine's bounded loader. Never raises.
+
+Values and line numbers come from engine.yamlload (C-backed, with positions),
+edges from the same references engine.validation turns into dependencies, so
+the graph shows what a run would do even while the text has other problems.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from engine.edit.references import step_refs
+from engine.validation import STEP_ID
+from engine.yamlload import YamlLoadError, load
+
+
+def outline(text: str) -> dict:
+    """{"parsed", "error", "sequential", "name", "steps": [...], "edges": [...]} (design 20, section 1)."""
+    try:
+        return _outline(text)
+    except YamlLoadError as exc:
+        problem = exc.problem
+        return _unparsed(problem.code, problem.message, problem.line, problem.column)
+    except (RecursionError, MemoryError, ValueError, TypeError) as exc:  # hostile text: a problem, not a 500
+        return _unparsed("yaml_error", f"the text could not be read: {type(exc).__name__}", None, None)
+
+
+def _unparsed(code: str, message: str, line, column) -> dict:
+    return {"parsed": False, "error": {"code": code, "message": message, "line": line, "column": column},
+            "sequential": False, "name": None, "steps": [], "edges": []}
+
+
+def kind_of(raw: dict) -> str:
+    if isinstance(raw.get("loop"), dict):
+        return "loop"
+    if raw.get("approval") is not None:
+        return "approval"
+    if raw.get("workflow_ref") is not None:
+        return "subworkflow"
+    if raw.get("library_step") is not None:
+        return "library"
+    return "agent"
+
+
+def _outline(text: str) -> dict:
+    if not isinstance(text, str):
+        return _unparsed("yaml_error", "the text must be a string", None, None)
+    loaded = load(text)
+    root = loaded.value
+    name = root.get("name") if isinstance(root.get("name"), str) else None
+    sequential = root.get("sequential") is True
+    steps = root.get("steps") if isinstance(root.get("steps"), list) else []
+    ids: dict[str, int] = {}
+    for i, raw in enumerate(steps):
+        if isinstance(raw, dict):
+            step_id = raw.get("id")
+            if isinstance(step_id, str) and STEP_ID.fullmatch(step_id) and step_id != "loop" and step_id not in ids:
+                ids[step_id] = i
+    lines = text.split("\n")
+    boundaries = _boundaries(loaded, root, steps, len(lines))
+    nodes, edges = [], {}
+    previous = None
+    for i, raw in enumerate(steps):
+        if not isinstance(raw, dict):
+            continue
+        own = raw.get("id")
+        owner = isinstance(own, str) and ids.get(own) == i
+        if owner:
+            first = loaded.position(("steps", i))[0] or 1
+            last = max(first, boundaries[i] - 1)
+            while last > first and (not lines[last - 1].strip() or lines[last - 1].lstrip().startswith("#")):
+                last -= 1
+            agent = raw.get("agent")
+            nodes.append({"id": own, "kind": kind_of(raw), "agent": agent if isinstance(agent, str) else None,
+                          "name": raw["name"] if isinstance(raw.get("name"), str) else "",
+                          "lines": [first, last], "fields": _json(raw)})
+            if sequential and previous is not None and "depends_on" not in raw:
+                _edge(edges, previous, own, "sequential", False)
+            for ref in step_refs(raw, ids):
+                if ref.target in ids and ref.target != own:
+                    _edge(edges, ref.target, own, ref.via, ref.explicit)
+        previous = own if owner else None
+    return {"parsed": True, "error": None, "sequential": sequential, "name": name, "steps": nodes,
+            "edges": list(edges.values())}
+
+
+def _boundaries(loaded, root: dict, steps: list, line_count: int) -> list[int]:
+    """For each step, the line where the next thing starts (the next step, the next document key, or
+    past the end)."""
+    keys = list(root)
+    after = line_count + 1
+    if "steps" in keys and keys.index("steps") + 1 < len(keys):
+        after = loaded.position((keys[keys.index("steps") + 1],), key=True)[0] or after
+    starts = [loaded.position(("steps", i))[0] for i in range(len(steps))]
+    out = []
+    for i in range(len(steps)):
+        nxt = starts[i + 1] if i + 1 < len(steps) and starts[i + 1] else after
+        out.append(nxt)
+    return out
+
+
+def _edge(edges: dict, source: str, target: str, via: str, explicit: bool) -> None:
+    edge = edges.get((source, target))
+    if edge is None:
+        edge = edges[(source, target)] = {"from": source, "to": target, "explicit": False, "via": []}
+    edge["explicit"] = edge["explicit"] or explicit
+    if via not in edge["via"]:
+        edge["via"].append(via)
+
+
+def _json(value: Any) -> Any:
+    """The step's values as JSON can carry them: a NaN or an infinity becomes its YAML text."""
+    if isinstance(value, dict):
+        return {str(k): _json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
+    return value

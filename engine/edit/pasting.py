@@ -1,3 +1,177 @@
-"""Placeholder replaced below."""
-def copy_steps(text, ids):
-    raise NotImplementedError
+"""Copy and paste of steps as YAML text, and step.duplicate (a copy pasted after its original).
+
+Copied text is the steps' own lines (their comments included), moved to
+column 0, with the aliases whose anchors stay behind written out. A paste
+renames ids that are taken (`x_2`, ...) and rewrites the references among
+the pasted steps to match; pasted anchors are dropped (their aliases written
+out), so an anchor of the pasted text can never capture an alias of the
+document's.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from engine.edit.editor import Editor
+from engine.edit.errors import PatchError, Patched
+from engine.edit.rename import reference_hits, rewrite_all
+from engine.edit.source import Source, bounded_load
+
+MAX_PASTE_STEPS = 1000
+
+
+def copy_steps(text: str, ids: list[str]) -> str:
+    """The steps `ids` (in document order) as a `- id: ...` block list at column 0, LF line endings."""
+    source = Source(text)
+    if not isinstance(ids, list) or not ids:
+        raise PatchError("bad_patch", "`ids` must list at least one step id")
+    if not source.block_steps():
+        raise PatchError("unknown_step", "the document has no block list of steps to copy from")
+    positions = sorted({source.step_position(step_id) for step_id in ids})
+    spans = [source.item_span(i) for i in positions]
+    editor = Editor(source)
+    inside = []
+    for i, span in zip(positions, spans):
+        node = source.step_nodes[i]
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current.kind == "alias" and not any(s <= current.target.start < e for s, e in spans):
+                editor.expand(current)  # its anchor is not copied: the copy holds the value itself
+            elif current.kind == "map":
+                stack.extend(pair[1] for pair in current.items)
+            elif current.kind == "seq":
+                stack.extend(current.items)
+        inside.append(span)
+    blocks = []
+    for start, end in spans:
+        block = source.text[start:end]
+        for s, e, new in sorted(editor.splices, reverse=True):
+            if start <= s and e <= end:
+                block = block[:s - start] + new + block[e - start:]
+        blocks.append(_dedent(block.replace("\r\n", "\n"), source.dash_column()))
+    return "".join(block if block.endswith("\n") else block + "\n" for block in blocks)
+
+
+def _dedent(block: str, column: int) -> str:
+    lines = block.split("\n")
+    out = []
+    for line in lines:
+        strip = min(column, len(line) - len(line.lstrip(" ")))
+        out.append(line[strip:])
+    return "\n".join(out)
+
+
+def _as_list(text: str) -> str:
+    """The pasted text as a block list at column 0: a list as it is, one mapping made its single item."""
+    text = text.lstrip("\ufeff").replace("\r\n", "\n")
+    lines = text.split("\n")
+    content = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    if not content:
+        raise PatchError("bad_patch", "there is nothing to paste")
+    margin = min(len(line) - len(line.lstrip(" ")) for line in content)
+    lines = [line[min(margin, len(line) - len(line.lstrip(" "))):] for line in lines]
+    first = next(k for k, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#"))
+    if lines[first].startswith(("[", "{")):
+        raise PatchError("bad_patch", "paste a block list of steps (what Copy gives) or one step's mapping")
+    if lines[first].startswith("-"):
+        return "\n".join(lines)
+    return "\n".join(lines[:first] + ["- " + lines[first]] + [("  " + line) if line.strip() else line
+                                                              for line in lines[first + 1:]])
+
+
+def fresh_id(base: str, taken: set[str], suffix: str = "") -> str:
+    """`base` + suffix, then `_2`, `_3`, ... until it is free (ids stay within 64 characters)."""
+    for n in range(1, 100_000):
+        tail = suffix + ("" if n == 1 else f"_{n}")
+        if not suffix and n == 1:
+            continue
+        candidate = base[:64 - len(tail)] + tail
+        if candidate not in taken:
+            return candidate
+    raise PatchError("duplicate_id", f"no free id near {base!r}")
+
+
+def paste(source: Source, text, after, suffix: str = "") -> Patched:
+    if not isinstance(text, str):
+        raise PatchError("bad_patch", "`yaml` must be the text of the steps to paste")
+    from engine.edit.patches import check_id, insert_steps
+    listed = _as_list(text)
+    wrapped = Source("steps:\n" + listed)  # the bounded loader sees the pasted text before anything else
+    values = wrapped.step_values
+    if not values or len(values) > MAX_PASTE_STEPS or not all(isinstance(v, dict) for v in values):
+        raise PatchError("bad_patch", "paste a block list of step mappings (what Copy gives) or one step's mapping")
+    taken = set(source.index)
+    names: dict[str, str] = {}
+    ids_pasted: list[tuple[int, str, str]] = []
+    for k, raw in enumerate(values):
+        step_id = check_id(raw.get("id"), "a pasted step's id")
+        new = step_id if step_id not in taken and not suffix else fresh_id(step_id, taken, suffix)
+        taken.add(new)
+        names.setdefault(step_id, new)
+        ids_pasted.append((k, step_id, new))
+    editor = Editor(wrapped)
+    wrapped.index = {**{step_id: k for k, step_id, _ in reversed(ids_pasted)}, **{
+        i: -1 for i in source.index if i not in names}}
+    changed = {old: new for old, new in names.items() if old != new}
+    hits = reference_hits(wrapped, changed)
+    for k, step_id, new in ids_pasted:
+        if new != step_id:
+            node = wrapped.step_nodes[k].get("id")[1]
+            entry = hits.setdefault(id(node), (node, step_id, []))
+            if (None, step_id, new) not in entry[2]:
+                entry[2].append((None, step_id, new))
+    expected = copy.deepcopy(wrapped.value)
+    for alias in _aliases(wrapped):
+        editor.expand(alias)
+    for node in _anchored(wrapped):
+        end = node.start + 1 + len(node.anchor)
+        while end < len(wrapped.text) and wrapped.text[end] in " \t":
+            end += 1
+        editor.splice(node.start, end, "")
+    rewrite_all(editor, hits, expected)
+    for k, step_id, new in ids_pasted:  # a second copy of one id is renamed, not its references
+        expected["steps"][k]["id"] = new
+    result = editor.finish(expected)
+    pasted = bounded_load(result.text).value["steps"]
+    block = result.text[len("steps:\n"):]
+    renamed = {old: new for _, old, new in ids_pasted if old != new}
+    return insert_steps(source, pasted, after, text=block, renamed=renamed)
+
+
+def _aliases(source: Source) -> list:
+    found, stack = [], [source.root]
+    while stack:
+        node = stack.pop()
+        if node.kind == "alias":
+            found.append(node)
+        elif node.kind == "map":
+            stack.extend(pair[1] for pair in node.items)
+        elif node.kind == "seq":
+            stack.extend(node.items)
+    return found
+
+
+def _anchored(source: Source) -> list:
+    found, stack = [], [source.root]
+    while stack:
+        node = stack.pop()
+        if node.anchor is not None and source.text.startswith("&", node.start):
+            found.append(node)
+        if node.kind == "map":
+            for key, value in node.items:
+                stack.extend((key, value))
+        elif node.kind == "seq":
+            stack.extend(node.items)
+    return found
+
+
+def duplicate(source: Source, step_id) -> Patched:
+    """A copy of the step right after it, with a fresh id (`x_copy`, `x_copy_2`, ...)."""
+    from engine.edit.patches import _steps_required
+    _steps_required(source)
+    source.step_position(step_id)
+    text = copy_steps(source.bom + source.text, [step_id])
+    result = paste(source, text, step_id, suffix="_copy")
+    result.renamed = {}
+    return result

@@ -41,26 +41,37 @@ def rename(source: Source, op: dict) -> Patched:
     id_pair = node.get("id") if node.kind == "map" else None
     if id_pair is None:
         raise PatchError("bad_path", f"step {old!r} has its id where it cannot be rewritten")
-    wanted: dict[int, tuple[Node, str, list[int | None]]] = {}  # id(node) -> (node, value, offsets)
-    wanted[id(id_pair[1])] = (id_pair[1], old, [None])
+    hits = reference_hits(source, {old: new})
+    hits.setdefault(id(id_pair[1]), (id_pair[1], old, []))[2].append((None, old, new))
+    expected = copy.deepcopy(source.value)
+    rewrite_all(editor, hits, expected)
+    return editor.finish(expected)
+
+
+def reference_hits(source: Source, names: dict[str, str]) -> dict:
+    """id(scalar node) -> (node, value, [(offset, old, new)]) for every reference to a renamed step."""
+    hits: dict[int, tuple[Node, str, list]] = {}
     for j, raw in enumerate(source.step_values):
         if j >= len(source.step_nodes) or not isinstance(raw, dict):
             continue
         for ref in step_refs(raw, source.index):
-            if ref.target != old:
+            if ref.target not in names:
                 continue
             target, value = _locate(source.step_nodes[j], raw, ref)
             if target is None:
                 continue
-            entry = wanted.setdefault(id(target), (target, value, []))
-            if ref.offset not in entry[2]:
-                entry[2].append(ref.offset)
-    rewritten: dict[int, str] = {}
-    for target, value, offsets in wanted.values():
-        rewritten[id(target)] = _rewrite(editor, source, target, value, offsets, old, new)
-    expected = copy.deepcopy(source.value)
+            entry = hits.setdefault(id(target), (target, value, []))
+            hit = (ref.offset, ref.target, names[ref.target])
+            if hit not in entry[2]:
+                entry[2].append(hit)
+    return hits
+
+
+def rewrite_all(editor: Editor, hits: dict, expected: dict) -> None:
+    """Rewrite every hit and put the new values where the document reads them (aliases too)."""
+    rewritten = {key: _rewrite(editor, editor.source, node, value, found)
+                 for key, (node, value, found) in hits.items()}
     _apply_expected(editor, expected, rewritten)
-    return editor.finish(expected)
 
 
 def _locate(step: Node, raw: dict, ref: Ref) -> tuple[Node | None, str]:
@@ -83,11 +94,11 @@ def _locate(step: Node, raw: dict, ref: Ref) -> tuple[Node | None, str]:
     return (node, value) if node.kind == "scalar" and isinstance(value, str) else (None, "")
 
 
-def _rewrite(editor: Editor, source: Source, node: Node, value: str, offsets: list, old: str, new: str) -> str:
-    value_at = occurrences(value, old)
-    chosen = sorted({0 if offset is None else offset for offset in offsets})
+def _rewrite(editor: Editor, source: Source, node: Node, value: str, hits: list) -> str:
+    """Replace the old ids at the hits' offsets (None: the whole value) in the scalar's own characters."""
+    chosen = sorted({(0 if offset is None else offset, old, new) for offset, old, new in hits}, reverse=True)
     new_value = value
-    for offset in reversed(chosen):
+    for offset, old, new in chosen:
         new_value = new_value[:offset] + new + new_value[offset + len(old):]
     start = node.start
     if node.anchor is not None and source.text.startswith("&", start):
@@ -96,11 +107,18 @@ def _rewrite(editor: Editor, source: Source, node: Node, value: str, offsets: li
             start += 1
     if node.style in ("|", ">"):
         start = source.line_end(start)
-    text_at = occurrences(source.text[start:node.end], old)
-    if len(text_at) == len(value_at) and all(offset in value_at for offset in chosen):
-        for offset in chosen:
-            at = start + text_at[value_at.index(offset)]
-            editor.splice(at, at + len(old), new)
+    splices = []
+    for offset, old, _new in chosen:
+        value_at = occurrences(value, old)
+        text_at = occurrences(source.text[start:node.end], old)
+        if len(text_at) != len(value_at) or offset not in value_at:
+            splices = None
+            break
+        at = start + text_at[value_at.index(offset)]
+        splices.append((at, at + len(old), _new))
+    if splices is not None:
+        for splice in splices:
+            editor.splice(*splice)
     else:  # escapes stand between the text and the value: write the scalar again, in its style
         parent, slot, _ = editor.parents()[id(node)]
         editor.replace(node, parent, slot, new_value)
