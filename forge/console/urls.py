@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path
 
 from forge.console.views import actions, audit, live, pages, run_panes, runs, workflows
-from forge.console.views import artifacts, decisions, editor_api, kill_switch, replies, spend
+from forge.console.views import artifacts, decisions, editor_api, editor_pages, kill_switch, replies, spend
 
 app_name = "console"
 
@@ -14,7 +14,13 @@ urlpatterns = [
     path("logout/", auth.LogoutView.as_view(), name="logout"),
     path("", pages.dashboard, name="dashboard"),
     path("workflows/", workflows.workflow_list, name="workflows"),
+    # a workflow's name is snake_case: "new-workflow" is never one
+    path("workflows/new-workflow/", editor_pages.workflow_new, name="workflow_new"),
+    path("workflows/new-workflow/<int:draft_id>/", editor_pages.editor_new, name="editor_new"),
     path("workflows/<str:name>/", workflows.workflow_detail, name="workflow"),
+    path("workflows/<str:name>/edit/", editor_pages.workflow_edit, name="editor"),
+    path("workflows/<str:name>/versions/", editor_pages.workflow_versions, name="workflow_versions"),
+    path("workflows/<str:name>/versions/restore/", editor_pages.version_restore, name="version_restore"),
     path("schedules/<int:schedule_id>/toggle/", workflows.schedule_toggle, name="schedule_toggle"),
     path("approvals/", pages.approvals, name="approvals"),
     path("audit/", audit.audit_list, name="audit"),

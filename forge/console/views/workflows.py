@@ -42,7 +42,8 @@ def workflow_list(request):
     last = dict(Run.objects.filter(pk__in=[w.last_run_id for w in workflows if w.last_run_id])
                 .values_list("pk", "status"))
     rows = [(w, last.get(w.last_run_id)) for w in workflows]
-    return render(request, "console/workflows.html", {"nav": "workflows", "rows": rows})
+    return render(request, "console/workflows.html", {"nav": "workflows", "rows": rows,
+                                                      "may_edit": can(request.user, "workflow.edit")})
 
 
 def _versions(workflow: Workflow) -> list[tuple]:
@@ -104,6 +105,7 @@ def _page(request, workflow, version, fields, status: int = 200, *, form_version
         "versions": _versions(workflow), "runs": runs.order_by("-id")[:20],
         "schedules": Schedule.objects.filter(workflow=workflow).order_by("pk"),
         "may_run": can(request.user, "run.start"), "may_schedule": can(request.user, "schedule.manage"),
+        "may_edit": can(request.user, "workflow.edit"),
         "form_version": form_version or version, "again": again, "withheld": withheld,
         "warnings": _warnings(version) if version and not cannot_run else [],
     }, status=status)

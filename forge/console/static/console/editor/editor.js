@@ -1,0 +1,455 @@
+// The editor page's controller (docs/editor.md). The text in the YAML pane is the only truth: typing is sent to
+// the server to be kept in the draft and validated (at most twice a second, a newer request aborting an older
+// one, late answers dropped by revision); a gesture on the graph, the inspector or the palette is a typed patch
+// the server applies to the current text, whose changes enter the pane as one transaction, so the pane's history
+// is the page's one undo history. The graph and the inspector are redrawn from the server's outline of the text.
+import { openMerge, showDiff } from "./merge.js";
+
+const INTERVAL = 500; // ms between two validation requests: at most 2 a second
+
+const root = document.getElementById("editor");
+const api = root.dataset.api; // the draft's JSON API: GET it; POST text, patch, placements, save, discard
+const $ = (id) => document.getElementById(id);
+const csrf = $("editor-csrf").querySelector("input[name=csrfmiddlewaretoken]").value;
+const workflowsUrl = root.dataset.workflowsUrl;
+
+const state = {
+  workflow: root.dataset.workflow || null, baseVersion: Number(root.dataset.baseVersion) || null,
+  latestVersion: null, baseText: JSON.parse($("editor-base").textContent),
+  revision: 0, // of the last request that sent text (typing, patch, save); answers to older ones are dropped
+  checkedText: null, // the text the shown problems and outline are of
+  outline: { parsed: false, steps: [], edges: [] }, problems: [], valid: false, dirty: false,
+  placements: {}, selected: null, clipboard: "",
+};
+
+let pane = null, graph = null, inspector = null;
+let applying = false; // a patch's changes are entering the pane: they are checked text, not typing
+let known = new Set(); // the step ids of the last outline: a duplicate's new id is the one not among them
+
+// -- talking to the server ------------------------------------------------------------------------------------
+async function call(method, url, body, options = {}) {
+  const response = await fetch(url, {
+    method, credentials: "same-origin", signal: options.signal, keepalive: options.keepalive,
+    headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  let data = {};
+  try { data = (await response.json()) || {}; } catch { /* not JSON: said by the status */ }
+  return { status: response.status, ok: response.ok, data };
+}
+
+const refusal = (answer) => answer.data.error?.message || `the server answered ${answer.status}`;
+
+function say(text, link) {
+  const said = $("editor-said");
+  said.replaceChildren(text);
+  if (link) {
+    const a = document.createElement("a");
+    a.href = link.href;
+    a.textContent = link.text;
+    said.append(" ", a);
+  }
+}
+
+// -- validation while typing ----------------------------------------------------------------------------------
+let timer = null, lastSent = -Infinity, inflight = null;
+
+function textChanged() {
+  showValidity("checking");
+  if (timer === null) timer = setTimeout(sendText, Math.max(0, lastSent + INTERVAL - performance.now()));
+}
+
+async function sendText() {
+  timer = null;
+  const text = pane.getText();
+  if (text === state.checkedText) return showValidity();
+  lastSent = performance.now();
+  inflight?.abort();
+  const controller = (inflight = new AbortController());
+  const revision = ++state.revision;
+  let answer;
+  try {
+    answer = await call("POST", api + "text", { text, revision }, { signal: controller.signal });
+  } catch (error) {
+    if (error.name !== "AbortError" && revision === state.revision) showValidity("failed", "the server could not be reached");
+    return;
+  } finally {
+    if (inflight === controller) inflight = null;
+  }
+  if (revision !== state.revision) return; // a newer request went out: its answer speaks for the text
+  if (!answer.ok) return showValidity("failed", refusal(answer));
+  state.checkedText = text;
+  take(answer.data);
+  if (pane.getText() !== text) textChanged();
+}
+
+// An answer's view of the text: problems, validity, outline.
+function take(data) {
+  if (data.outline) state.outline = data.outline;
+  if (Array.isArray(data.problems)) state.problems = data.problems;
+  state.valid = Boolean(data.valid);
+  state.dirty = Boolean(data.dirty);
+  if (data.revision > state.revision) state.revision = data.revision;
+  draw();
+}
+
+const stepOf = (id) => (id && state.outline.steps ? state.outline.steps.find((s) => s.id === id) || null : null);
+const problemsOf = (id) => state.problems.filter((p) => p.step === id);
+
+function problemsByStep() {
+  const by = {};
+  for (const p of state.problems) if (p.step) (by[p.step] = by[p.step] || []).push(p);
+  return by;
+}
+
+function draw() {
+  pane.setProblems(state.problems);
+  graph?.update(state.outline, state.placements, problemsByStep());
+  if (state.selected && !stepOf(state.selected)) state.selected = null;
+  inspector?.show(stepOf(state.selected), state.outline, problemsOf(state.selected));
+  pane.setCompletions?.({ stepIds: (state.outline.steps || []).map((s) => s.id) });
+  drawProblems();
+  showValidity();
+}
+
+function drawProblems() {
+  const list = $("problems");
+  list.replaceChildren(...state.problems.map((p) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "problem";
+    button.dataset.code = p.code;
+    button.dataset.severity = p.severity || "error";
+    const where = p.line ? `line ${p.line}${p.column ? `, column ${p.column}` : ""}` : p.step ? `step ${p.step}` : "document";
+    const code = document.createElement("code");
+    code.textContent = p.code;
+    button.append(`${p.severity === "warning" ? "warning" : "error"} · ${where}: `, code, ` ${p.message}`);
+    button.addEventListener("click", () => goTo(p));
+    const item = document.createElement("li");
+    item.append(button);
+    return item;
+  }));
+  if (!state.problems.length) {
+    const item = document.createElement("li");
+    item.className = "muted";
+    item.textContent = "No problem.";
+    list.append(item);
+  }
+  $("problem-count").textContent = state.problems.length || "";
+}
+
+function goTo(problem) {
+  const step = stepOf(problem.step);
+  if (problem.line) pane.selectLines(problem.line, problem.line);
+  else if (step) pane.selectLines(step.lines[0], step.lines[1]);
+  pane.focus();
+}
+
+function showValidity(kind, why) {
+  const el = $("validity");
+  const pending = timer !== null || inflight !== null || (pane && pane.getText() !== state.checkedText);
+  kind = kind || (pending ? "checking" : state.valid ? "valid" : "invalid");
+  const errors = state.problems.filter((p) => p.severity !== "warning").length;
+  const warnings = state.problems.length - errors;
+  el.dataset.state = kind;
+  el.textContent = {
+    checking: "Checking…", failed: `Not checked: ${why}`,
+    valid: `Valid${warnings ? `, ${warnings} warning${warnings === 1 ? "" : "s"}` : ""}`,
+    invalid: `${errors || "Some"} problem${errors === 1 ? "" : "s"}: not valid`,
+  }[kind];
+  const save = $("save");
+  save.disabled = kind !== "valid";
+  save.title = kind === "valid" ? "Save the draft as a new version" : "Only a valid workflow can be saved";
+}
+
+// -- patches: every gesture of the graph, the inspector and the palette ---------------------------------------
+let patches = Promise.resolve();
+const patch = (op) => (patches = patches.then(() => applyPatch(op)));
+
+async function applyPatch(op) {
+  clearTimeout(timer);
+  timer = null;
+  inflight?.abort(); // the patch's answer validates the newer text
+  const text = pane.getText();
+  const revision = ++state.revision;
+  showValidity("checking");
+  let answer;
+  try {
+    answer = await call("POST", api + "patch", { text, revision, op });
+  } catch {
+    say("The change was not made: the server could not be reached.");
+    return textChanged();
+  }
+  if (!answer.ok) {
+    say(`Not changed: ${refusal(answer)}.`);
+    return textChanged();
+  }
+  if (pane.getText() !== text) { // typed while the patch was on its way: its ranges are of an older text
+    say("Not changed: the text changed while the change was being made. Do it again.");
+    return textChanged();
+  }
+  applying = true;
+  try {
+    pane.applyChanges(answer.data.changes, { userEvent: "patch" });
+    if (pane.getText() !== answer.data.text) { // never expected: the server's ranges missed; its text is the truth
+      console.error("the patch's changes do not give the server's text; the pane takes the whole text");
+      pane.applyChanges([{ from: 0, to: pane.getText().length, insert: answer.data.text }], { userEvent: "patch" });
+    }
+  } finally {
+    applying = false;
+  }
+  state.checkedText = answer.data.text;
+  for (const [old, now] of Object.entries(answer.data.renamed || {})) {
+    if (state.placements[old]) { state.placements[now] = state.placements[old]; delete state.placements[old]; }
+    if (state.selected === old) state.selected = now;
+  }
+  say("");
+  take(answer.data);
+  if (op.op === "step.add" || op.op === "step.duplicate") {
+    const ids = new Set((state.outline.steps || []).map((s) => s.id));
+    const added = op.op === "step.add" ? op.step.id : [...ids].find((id) => !known.has(id));
+    if (added) select(added);
+  }
+  known = new Set((state.outline.steps || []).map((s) => s.id));
+}
+
+// -- selection: a node, its YAML block and the inspector are one -----------------------------------------------
+function select(id, from) {
+  if (id === state.selected && from) return;
+  state.selected = id || null;
+  const step = stepOf(state.selected);
+  if (from !== "graph") graph?.select(state.selected);
+  if (from !== "yaml" && step) pane.selectLines(step.lines[0], step.lines[1]);
+  inspector?.show(step, state.outline, problemsOf(state.selected));
+}
+
+// -- copy and paste of steps, as YAML text --------------------------------------------------------------------
+async function copy(ids) {
+  if (!ids || !ids.length) return;
+  const answer = await call("POST", root.dataset.copyUrl, { text: pane.getText(), ids }).catch(() => null);
+  if (!answer || !answer.ok) return say(`Not copied: ${answer ? refusal(answer) : "the server could not be reached"}.`);
+  state.clipboard = answer.data.yaml;
+  const what = `${ids.length} step${ids.length === 1 ? "" : "s"}`;
+  try {
+    await navigator.clipboard.writeText(state.clipboard);
+    say(`Copied ${what} as YAML: paste them on the graph, in the YAML, or in another workflow.`);
+  } catch {
+    say(`Copied ${what} for this page (the browser kept its clipboard closed).`);
+  }
+}
+
+let pasteAsked = null;
+function pasteAsk() { // the graph's Ctrl-V: the paste event that follows brings the text; a button has none
+  clearTimeout(pasteAsked);
+  pasteAsked = setTimeout(async () => {
+    let text = "";
+    try { text = await navigator.clipboard.readText(); } catch { /* closed: this page's own copy */ }
+    paste(text || state.clipboard);
+  }, 50);
+}
+
+function paste(yaml) {
+  if (!yaml || !yaml.trim()) return say("Nothing to paste: copy steps first.");
+  patch({ op: "selection.paste", yaml, after: state.selected });
+}
+
+// -- placements -----------------------------------------------------------------------------------------------
+async function place(positions) {
+  Object.assign(state.placements, positions);
+  const answer = await call("POST", api + "placements", { positions }).catch(() => null);
+  if (!answer || !answer.ok) say(`The positions were not kept: ${answer ? refusal(answer) : "the server could not be reached"}.`);
+}
+
+// -- save, merge, discard -------------------------------------------------------------------------------------
+function openSave() {
+  const text = pane.getText();
+  const dialog = $("save-dialog");
+  const base = state.baseVersion;
+  $("save-h").textContent = state.workflow ? `Save ${state.workflow}` : "Save the new workflow";
+  const changed = showDiff($("save-diff"), state.baseText, text);
+  $("save-what").textContent = base
+    ? `${changed} line${changed === 1 ? "" : "s"} changed since v${base}, the version your draft began on.`
+    : "A new workflow: every line is new.";
+  $("save-error").textContent = "";
+  $("save-confirm").disabled = false;
+  dialog.showModal();
+  $("save-message").focus();
+}
+
+async function save(text, message, baseVersion) {
+  const revision = ++state.revision;
+  const answer = await call("POST", api + "save", { text, revision, message, base_version: baseVersion }).catch(() => null);
+  if (!answer) return "Not saved: the server could not be reached.";
+  if (answer.status === 201) {
+    saved(answer.data, text);
+    return "";
+  }
+  if (answer.status === 409 && answer.data.error?.code === "stale_base" && answer.data.merge) {
+    $("save-dialog").close();
+    openMerge($("merge"), answer.data.merge, {
+      onSave: (resolved) => saveMerged(resolved, message, answer.data.merge.theirs_version),
+      onCancel: () => pane.focus(),
+    });
+    return "";
+  }
+  if (answer.status === 400 && Array.isArray(answer.data.problems)) {
+    take({ ...answer.data, valid: false, dirty: state.dirty });
+    return `Not saved: ${refusal(answer)}.`;
+  }
+  return `Not saved: ${refusal(answer)}.`;
+}
+
+async function saveMerged(text, message, theirs) {
+  replaceText(text);
+  state.baseVersion = theirs;
+  const said = await save(text, message, theirs);
+  if (!said) $("merge").hidden = true;
+  return said;
+}
+
+function replaceText(text) {
+  const old = pane.getText();
+  let head = 0;
+  while (head < old.length && head < text.length && old[head] === text[head]) head++;
+  let tail = 0;
+  while (tail < old.length - head && tail < text.length - head && old[old.length - 1 - tail] === text[text.length - 1 - tail]) tail++;
+  if (old !== text) pane.applyChanges([{ from: head, to: old.length - tail, insert: text.slice(head, text.length - tail) }], { userEvent: "patch" });
+}
+
+function saved(data, text) {
+  $("save-dialog").close();
+  state.workflow = data.workflow;
+  state.baseVersion = state.latestVersion = data.version;
+  state.baseText = text;
+  state.dirty = false;
+  const page = workflowsUrl + encodeURIComponent(data.workflow) + "/";
+  for (const [id, href, label] of [["history", page + "versions/", "History"], ["run", page + "#run", `Run v${data.version}`]]) {
+    $(id).href = href;
+    $(id).textContent = label;
+    $(id).hidden = false;
+  }
+  $("draft-note").textContent = `draft on v${data.version}`;
+  if (location.pathname !== page + "edit/") history.replaceState(null, "", page + "edit/"); // a reload opens its editor
+  say(`Saved v${data.version} of ${data.workflow}.`, { href: page + "versions/", text: "See its history" });
+  $("editor-said").focus?.();
+}
+
+async function discard() {
+  if (!window.confirm("Discard your draft? Its changes since the saved version are lost.")) return;
+  const answer = await call("POST", api + "discard", {}).catch(() => null);
+  if (!answer || !answer.ok) return say(`Not discarded: ${answer ? refusal(answer) : "the server could not be reached"}.`);
+  location.assign(answer.data.url || workflowsUrl);
+}
+
+// -- the page -------------------------------------------------------------------------------------------------
+async function optional(path) { // a pane whose module does not load leaves the others working
+  try {
+    return await import(path);
+  } catch (error) {
+    console.warn(`the editor goes on without ${path}: ${error}`);
+    return null;
+  }
+}
+
+function textareaPane(parent, { text, onChange }) { // the YAML pane when CodeMirror could not load
+  const area = document.createElement("textarea");
+  area.className = "code yaml-fallback";
+  area.spellcheck = false;
+  area.setAttribute("aria-label", "YAML of the workflow");
+  area.value = text;
+  area.addEventListener("input", () => onChange(area.value));
+  parent.append(area);
+  const lineStart = (n) => area.value.split("\n").slice(0, n - 1).reduce((at, l) => at + l.length + 1, 0);
+  return {
+    getText: () => area.value,
+    applyChanges(changes) {
+      let value = area.value;
+      for (const c of [...changes].sort((a, b) => b.from - a.from)) value = value.slice(0, c.from) + c.insert + value.slice(c.to);
+      area.value = value;
+      onChange(value);
+    },
+    setProblems() {}, selectLines(first, last) { area.setSelectionRange(lineStart(first), lineStart(last + 1) - 1); },
+    undo() { document.execCommand("undo"); }, redo() { document.execCommand("redo"); }, focus() { area.focus(); },
+  };
+}
+
+function bindKeys() {
+  $("undo").addEventListener("click", () => pane.undo());
+  $("redo").addEventListener("click", () => pane.redo());
+  $("save").addEventListener("click", openSave);
+  $("discard").addEventListener("click", discard);
+  $("save-cancel").addEventListener("click", () => $("save-dialog").close());
+  $("save-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    $("save-confirm").disabled = true;
+    const said = await save(pane.getText(), $("save-message").value.trim(), state.baseVersion);
+    $("save-confirm").disabled = false;
+    $("save-error").textContent = said;
+  });
+  // Ctrl-Z / Ctrl-Shift-Z (Ctrl-Y) anywhere on the page undo and redo the text, where every gesture is a step;
+  // the YAML pane has them itself, and a form field keeps its own while it is typed in.
+  document.addEventListener("keydown", (event) => {
+    if (!(event.ctrlKey || event.metaKey) || event.altKey) return;
+    const key = event.key.toLowerCase();
+    const redo = (key === "z" && event.shiftKey) || (key === "y" && !event.shiftKey);
+    if (!redo && !(key === "z" && !event.shiftKey)) return;
+    if (pane.view?.dom.contains(event.target) || event.target.closest?.("input, textarea, select, [contenteditable]")) return;
+    event.preventDefault();
+    redo ? pane.redo() : pane.undo();
+  });
+  $("graph").addEventListener("paste", (event) => {
+    clearTimeout(pasteAsked);
+    event.preventDefault();
+    paste(event.clipboardData.getData("text/plain") || state.clipboard);
+  });
+  // Text typed but not yet sent goes with the page as it closes, so a reload finds it in the draft.
+  window.addEventListener("pagehide", () => {
+    const text = pane.getText();
+    if (text !== state.checkedText) call("POST", api + "text", { text, revision: ++state.revision }, { keepalive: true }).catch(() => {});
+  });
+}
+
+async function start() {
+  const [draft, schema, yamlPane, editorGraph, inspectorModule, palette] = await Promise.all([
+    call("GET", api), call("GET", root.dataset.schemaUrl).catch(() => null),
+    optional("./yaml_pane.js"), optional("./editor_graph.js"), optional("./inspector.js"), optional("./palette.js"),
+  ]);
+  if (!draft.ok) return showValidity("failed", refusal(draft));
+  const d = draft.data;
+  const completions = schema?.ok ? schema.data["x-forge"]?.completions || {} : {};
+  const schemaDoc = schema?.ok ? schema.data : null;
+  Object.assign(state, { revision: d.revision, checkedText: d.text, placements: d.placements || {},
+                         latestVersion: d.latest_version, workflow: d.workflow || state.workflow });
+  if (d.base_version) state.baseVersion = d.base_version;
+  const onChange = () => { if (!applying) textChanged(); };
+  const onCursorStep = (id) => select(id, "yaml");
+  pane = yamlPane?.createYamlPane
+    ? yamlPane.createYamlPane($("yaml"), { text: d.text, schema: schemaDoc, readOnly: false, onChange, onCursorStep })
+    : textareaPane($("yaml"), { text: d.text, onChange });
+  pane.setCompletions?.({ ...completions, stepIds: (d.outline?.steps || []).map((s) => s.id) });
+  if (editorGraph?.createEditorGraph) {
+    graph = editorGraph.createEditorGraph($("graph"), {
+      readOnly: false, onPatch: patch, onSelect: (id) => select(id, "graph"), onPlace: place, onCopy: copy, onPaste: pasteAsk,
+    });
+  } else {
+    $("graph").textContent = "The graph could not load: edit the YAML.";
+  }
+  if (inspectorModule?.createInspector) {
+    $("inspector").replaceChildren();
+    inspector = inspectorModule.createInspector($("inspector"), { schema: schemaDoc, readOnly: false, onPatch: patch,
+                                                                  onSelect: (id) => select(id, "inspector") });
+  }
+  if (palette?.createPalette) {
+    palette.createPalette($("palette"), { schema: schemaDoc, onPatch: patch, selected: () => state.selected,
+                                         outline: () => state.outline, completions });
+  }
+  bindKeys();
+  known = new Set((d.outline?.steps || []).map((s) => s.id));
+  take(d);
+  if (d.latest_version && d.base_version && d.latest_version > d.base_version) {
+    say(`v${d.latest_version} was saved since your draft began on v${d.base_version}: saving will show a merge.`);
+  }
+  root.dataset.ready = "true"; // for tests and people: the page has loaded the draft
+}
+
+start();
