@@ -148,7 +148,9 @@ def draft_read(request, draft):
 @endpoint("GET", write=False)
 def diff(request):
     query = request.GET
-    workflow = Workflow.objects.filter(name=query.get("workflow", "")[:128]).first()
+    if not query.get("workflow"):
+        raise EditRefused("bad_request", "name the workflow (?workflow=<name>&a=<n>&b=<n>)")
+    workflow = Workflow.objects.filter(name=query["workflow"][:128]).first()
     if workflow is None:
         raise EditRefused("not_found", "no workflow has this name", 404)
     numbers = []

@@ -24,6 +24,7 @@ from django.urls import URLPattern, URLResolver, reverse
 from forge.audit.models import AuditEvent
 from forge.console import urls as console_urls
 from forge.runs.models import RUN_STATUSES, Approval, Artifact, Run, RunEvent, StepResult
+from forge.workflows.editing import draft_open
 from forge.workflows.models import Workflow, WorkflowVersion
 from tests.forge.console_pages.every_run_kind import KINDS, world  # noqa: F401 - the fixture
 from tests.forge.console_pages.test_run_stream import ORIGIN, login, socket_to, sync
@@ -34,6 +35,7 @@ VIEWERS = ("olive", "april", "adam")  # Operators, Approvers, Admins: every cons
 MISSING = 999999
 OPEN = {"login", "logout"}  # the console's pages for someone without a session
 ONLY = {"console:live_status": ("adam",)}  # pages for some of the viewers only
+EDITORS = ("olive", "adam")  # Operators and Admins may edit workflows (the editor's pages and drafts)
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ def path_values(pattern: URLPattern) -> set[str]:
 # -- the console's pages ------------------------------------------------------------------------------------------
 
 CONSOLE = routes(console_urls.urlpatterns, "console:")
+DRAFT_ROUTES = {p.full_name for p in CONSOLE if "draft_id" in path_values(p)}
 
 
 def steps_of(run: Run) -> list[str]:
@@ -100,6 +103,8 @@ FILLERS = {
                           + [("no_such_workflow", True)],
     "content_hash": lambda world: [(h, False) for h in WorkflowVersion.objects.values_list("content_hash", flat=True)]
                                   + [("0" * 64, True)],
+    "draft_id": lambda world: [(draft_open(world.people["olive"], Workflow.objects.order_by("pk").first()).pk, False),
+                               (MISSING, True)],
 }
 
 # Query strings that change what a page shows, walked besides the bare page: each filter of the lists, the
@@ -207,6 +212,10 @@ def owed(role: str, page: Page, posts: set[str]) -> set[int]:
         return {405}
     if role == "otto" or role not in ONLY.get(page.route, VIEWERS):
         return {403}
+    if page.route in DRAFT_ROUTES:  # a draft (olive's, FILLERS) is its owner's; another editor's is not found
+        return {403} if role not in EDITORS else {200} if role == "olive" and not page.missing else {404}
+    if name == "editor_diff":
+        return {400}  # the bare address names no versions to compare (the editor's tests walk its queries)
     if page.missing:
         return {404}
     if name == "restart" and "?step=" not in page.url:

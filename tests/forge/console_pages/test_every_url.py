@@ -9,12 +9,13 @@ from forge.console import urls
 from forge.runs.artifacts import stored_name
 from forge.runs.models import Approval, Artifact
 from forge.schedules.services import schedule_add
+from forge.workflows.editing import draft_open
 
 pytestmark = pytest.mark.django_db
 OPEN = {"login", "logout"}  # the two pages someone without a session must reach
 ROUTES = [p for p in urls.urlpatterns if isinstance(p, URLPattern) and p.name not in OPEN]
 UNKNOWN = {"run_id": 999999, "approval_id": 999999, "schedule_id": 999999, "step": "no_such_step",
-           "name": "no_such_workflow", "content_hash": "0" * 64, "artifact_id": 999999}
+           "name": "no_such_workflow", "content_hash": "0" * 64, "artifact_id": 999999, "draft_id": 999999}
 
 
 @pytest.fixture
@@ -24,7 +25,7 @@ def known(run, operator):
                                        sha256="0" * 64, stored=stored_name(run.pk, "0" * 64))
     return {"run_id": run.pk, "approval_id": Approval.objects.get(run=run).pk, "schedule_id": schedule.pk,
             "step": "prepare", "name": run.workflow.name, "content_hash": run.version.content_hash,
-            "artifact_id": artifact.pk}
+            "artifact_id": artifact.pk, "draft_id": draft_open(operator, run.workflow).pk}
 
 
 def url(route: URLPattern, values: dict) -> str:
