@@ -8,7 +8,6 @@ silent change), and computes the CodeMirror changes.
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -107,7 +106,15 @@ class Editor:
     def expand(self, alias: Node) -> None:
         """Write the anchored value in place of `*name` (the alias's readers keep their value)."""
         parent, slot, path = self.parents()[id(alias)]
-        self.replace(alias, parent, slot, copy.deepcopy(self.value_at(path)))
+        value = plain_copy(self.value_at(path))
+        target = alias.target
+        if target is not None and target.flow and not _has_comment(self.text, target):
+            try:  # a one-line anchored value is written out on one line too
+                self.splice(alias.start, alias.end, render.inline(value))
+                return
+            except ValueError:
+                pass
+        self.replace(alias, parent, slot, value)
 
     # -- edits -----------------------------------------------------------------
 
@@ -227,6 +234,15 @@ class Editor:
 
 def _has_comment(text: str, node: Node) -> bool:
     return "#" in text[node.start:node.end]
+
+
+def plain_copy(value: Any) -> Any:
+    """A deep copy that shares nothing: loaded aliases share one object, a patched copy must not."""
+    if isinstance(value, dict):
+        return {k: plain_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain_copy(v) for v in value]
+    return value
 
 
 def same(a: Any, b: Any) -> bool:

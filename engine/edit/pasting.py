@@ -10,9 +10,8 @@ document's.
 
 from __future__ import annotations
 
-import copy
 
-from engine.edit.editor import Editor
+from engine.edit.editor import Editor, plain_copy
 from engine.edit.errors import PatchError, Patched
 from engine.edit.rename import reference_hits, rewrite_all
 from engine.edit.source import Source, bounded_load
@@ -121,7 +120,7 @@ def paste(source: Source, text, after, suffix: str = "") -> Patched:
             entry = hits.setdefault(id(node), (node, step_id, []))
             if (None, step_id, new) not in entry[2]:
                 entry[2].append((None, step_id, new))
-    expected = copy.deepcopy(wrapped.value)
+    expected = plain_copy(wrapped.value)
     for alias in _aliases(wrapped):
         editor.expand(alias)
     for node in _anchored(wrapped):

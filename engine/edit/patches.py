@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
 from engine.edit import render
-from engine.edit.editor import Editor
+from engine.edit.editor import Editor, plain_copy
 from engine.edit.errors import PatchError, Patched
 from engine.edit.references import step_refs
 from engine.edit.source import Source
@@ -120,7 +119,7 @@ def _steps_required(source: Source) -> None:
 
 
 def expected_steps(source: Source) -> tuple[dict, list]:
-    value = copy.deepcopy(source.value)
+    value = plain_copy(source.value)
     return value, value.get("steps") if isinstance(value.get("steps"), list) else []
 
 
@@ -164,15 +163,15 @@ def field_set(source: Source, op: dict) -> Patched:
     _check_field_target(step_id, path)
     root, prefix = _container(source, step_id)
     editor = Editor(source)
-    expected = copy.deepcopy(source.value)
-    _assign(expected, list(prefix) + path, copy.deepcopy(value))
+    expected = plain_copy(source.value)
+    _assign(expected, list(prefix) + path, plain_copy(value))
     node, parent, slot = root, None, None
     walked = [root]
     for k, part in enumerate(path):
         rest = path[k + 1:]
         if node.kind == "alias":  # reached through an alias: write this copy out, changed, in this place only
-            plain = copy.deepcopy(editor.value_at(editor.parents()[id(node)][2]))
-            _assign(plain, path[k:], copy.deepcopy(value), refuse=True)
+            plain = plain_copy(editor.value_at(editor.parents()[id(node)][2]))
+            _assign(plain, path[k:], plain_copy(value), refuse=True)
             editor.replace(node, parent, slot, plain)
             return editor.finish(expected)
         if node.kind == "map" and isinstance(part, str):
@@ -265,11 +264,11 @@ def field_unset(source: Source, op: dict) -> Patched:
     value = editor.value_at(prefix)
     for part in path:
         if node.kind == "alias":
-            plain = copy.deepcopy(editor.value_at(editor.parents()[id(node)][2]))
+            plain = plain_copy(editor.value_at(editor.parents()[id(node)][2]))
             rest = path[path.index(part):]
             _remove(plain, rest)
             editor.replace(node, parent, slot, plain)
-            expected = copy.deepcopy(source.value)
+            expected = plain_copy(source.value)
             _remove(expected, list(prefix) + path)
             return editor.finish(expected)
         if node.kind == "map" and isinstance(part, str) and node.get(part) is not None:
@@ -283,7 +282,7 @@ def field_unset(source: Source, op: dict) -> Patched:
     _anchored_on_path(editor, walked, (root.start, root.content_end()))
     for alias in editor.aliases_of([node]):  # the node goes: aliases elsewhere keep its value
         editor.expand(alias)
-    expected = copy.deepcopy(source.value)
+    expected = plain_copy(source.value)
     _remove(expected, list(prefix) + path)
     if parent.kind == "map":
         if len(parent.items) == 1 and not parent.flow:
@@ -391,10 +390,10 @@ def edge_remove(source: Source, op: dict) -> Patched:
     if not (isinstance(depends_on, list) and a in depends_on):
         sources = [why for dep, why in dependencies(source).get(b, []) if dep == a]
         if sources:
-            where = sorted({"`sequential: true` (the step before it in the file)" if why == "sequential"
-                            else f"`{why.via}`" for why in sources})
-            raise PatchError("implicit_edge", f"{b} depends on {a} through {', '.join(where)}; change that field "
-                             "to remove the dependency")
+            where = sorted({"`sequential: true` (it follows that step and has no depends_on)"
+                            if why == "sequential" else f"`{why.via}`" for why in sources})
+            raise PatchError("implicit_edge", f"{b} depends on {a} through {', '.join(where)}: the edge is implied, "
+                             "so it goes when that changes, not as an edge")
         raise PatchError("bad_patch", f"there is no edge {a} -> {b}")
     editor = Editor(source)
     expected, steps = expected_steps(source)
@@ -452,7 +451,7 @@ def insert_steps(source: Source, steps: list[dict], after, text: str | None = No
     expected, values = expected_steps(source)
     if "steps" not in expected or not isinstance(expected.get("steps"), list):
         expected["steps"] = values = []
-    values[position:position] = copy.deepcopy(steps)
+    values[position:position] = plain_copy(steps)
     nl = source.newline
     if source.block_steps() and source.step_nodes:
         dash, indent = source.dash_column(), source.item_indent()

@@ -8,10 +8,9 @@ value (escapes), the scalar is rendered again in its style.
 
 from __future__ import annotations
 
-import copy
 import re
 
-from engine.edit.editor import Editor
+from engine.edit.editor import Editor, plain_copy
 from engine.edit.errors import PatchError, Patched
 from engine.edit.references import Ref, step_refs
 from engine.edit.source import Source
@@ -43,7 +42,7 @@ def rename(source: Source, op: dict) -> Patched:
         raise PatchError("bad_path", f"step {old!r} has its id where it cannot be rewritten")
     hits = reference_hits(source, {old: new})
     hits.setdefault(id(id_pair[1]), (id_pair[1], old, []))[2].append((None, old, new))
-    expected = copy.deepcopy(source.value)
+    expected = plain_copy(source.value)
     rewrite_all(editor, hits, expected)
     return editor.finish(expected)
 
