@@ -17,8 +17,9 @@ from django.urls import reverse
 from forge.governance.models import Agent, BudgetEnvelope
 from forge.runs import services
 from forge.runs.artifacts import stored_name
-from forge.runs.models import Artifact
+from forge.runs.models import Artifact, Run
 from forge.schedules.services import schedule_add
+from forge.workflows.editing import draft_open
 from forge.workflows.services import workflow_version_save
 from tests.forge.conftest import fast_forward, member
 from tests.forge.console_pages.test_every_url import ROUTES, url
@@ -116,8 +117,9 @@ def known(operator, settings, tmp_path):
 
 
 def console_pages(known) -> list[str]:
-    pages = [url(route, known) for route in ROUTES]
-    return pages + [reverse("console:restart", args=[known["run_id"]]) + "?step=prepare"]
+    pages = [url(route, known) for route in ROUTES if route.name != "editor_diff"]  # which versions: its query
+    return pages + [reverse("console:restart", args=[known["run_id"]]) + "?step=prepare",
+                    reverse("console:editor_diff") + f"?workflow={known['name']}&a=1&b=1"]
 
 
 def admin_pages(client, user) -> list[str]:
@@ -140,6 +142,7 @@ def admin_pages(client, user) -> list[str]:
 
 def test_every_console_page_and_fragment_has_the_policy_and_nothing_it_refuses(client, known, admin_user):
     client.force_login(admin_user)
+    known["draft_id"] = draft_open(admin_user, Run.objects.get(pk=known["run_id"]).workflow).pk  # the editor's
     for page in console_pages(known):
         response = client.get(page)
         assert response.status_code in (200, 302, 405), (page, response.status_code)  # 302: restart without a step

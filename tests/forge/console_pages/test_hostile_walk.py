@@ -21,6 +21,7 @@ from forge.console.restart_plan import restart_plan
 from forge.runs.artifacts import stored_name
 from forge.runs.models import Approval, Artifact
 from forge.schedules.services import schedule_add
+from forge.workflows.editing import draft_open
 from tests.forge.hostile_walk import CONTROL, HOSTILE, send
 
 pytestmark = pytest.mark.django_db
@@ -73,6 +74,15 @@ CASES = {
     "kill_switch": Case(form={"engaged": "on", "reason": "incident 42"}),
     "spend": Case(query=("from", "to")),
     "artifact": Case(),
+    "editor_schema": Case(),
+    "editor_diff": Case(query=("workflow", "a", "b")),
+    "editor_copy": Case(json=True),
+    "editor_draft": Case(),
+    "editor_text": Case(json=True),
+    "editor_patch": Case(json=True),
+    "editor_placements": Case(json=True),
+    "editor_save": Case(json=True),
+    "editor_discard": Case(json=True),
 }
 ROUTES = {p.name: p for p in urls.urlpatterns if isinstance(p, URLPattern)}
 
@@ -83,14 +93,14 @@ HOSTILE_COORDINATES = {"4000-digit-integer": "9" * 4000, "5000-digit-integer": "
 
 
 @pytest.fixture
-def known(run, save_workflow, operator):
+def known(run, save_workflow, operator, admin_user):
     every_kind = save_workflow(EVERY_KIND)
     schedule = schedule_add(user=operator, workflow=run.workflow, cron="0 3 * * *")
     artifact = Artifact.objects.create(run=run, step="prepare", attempt=1, path="out.txt", size=0, sha256="0" * 64,
                                        stored=stored_name(run.pk, "0" * 64))
     return {"run_id": run.pk, "approval_id": Approval.objects.get(run=run).pk, "schedule_id": schedule.pk,
             "step": "prepare", "name": every_kind.workflow.name, "content_hash": run.version.content_hash,
-            "artifact_id": artifact.pk}
+            "artifact_id": artifact.pk, "draft_id": draft_open(admin_user, every_kind.workflow).pk}
 
 
 @pytest.fixture
