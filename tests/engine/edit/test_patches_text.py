@@ -1,0 +1,117 @@
+"""What a patch keeps: a BOM, CRLF line endings, UTF-16 offsets past an emoji, anchors and their aliases."""
+
+from __future__ import annotations
+
+from engine.edit import apply_patch, copy_steps
+from engine.validation import validate_source
+from tests.engine.edit.test_patches import apply
+
+CRLF = ("\ufeff# top\r\nname: wf\r\nsteps:\r\n  - id: a  # é😀\r\n    agent: shell\r\n"
+        "    command: echo 😀 ${b.outputs.x}\r\n  - id: b\r\n    agent: shell\r\n    command: |\r\n"
+        "      echo b\r\n    depends_on: [a]\r\n")
+
+
+def test_rename_keeps_the_bom_and_crlf_and_counts_utf16_units():
+    result = apply_patch(CRLF.replace("${b.outputs.x}", "x"), {"op": "step.rename", "id": "a", "to": "first"})
+    assert result.text == CRLF.replace("${b.outputs.x}", "x").replace("id: a ", "id: first ").replace(
+        "[a]", "[first]")
+    # after the BOM (1 unit) and the emoji (2 units): JavaScript string indexes
+    js = "\ufeff# top\r\nname: wf\r\nsteps:\r\n  - id: ".encode("utf-16-le")
+    assert result.changes[0] == {"from": len(js) // 2, "to": len(js) // 2 + 1, "insert": "first"}
+    before_last = CRLF.replace("${b.outputs.x}", "x")[:CRLF.replace("${b.outputs.x}", "x").index("[a]") + 1]
+    assert result.changes[1]["from"] == len(before_last.encode("utf-16-le")) // 2
+
+
+def test_a_new_block_uses_crlf_in_a_crlf_file():
+    text = apply(CRLF, {"op": "field.set", "id": "b", "path": ["command"], "value": "echo c\nd"})
+    assert text == CRLF.replace("|\r\n      echo b\r\n", "|-\r\n      echo c\r\n      d\r\n")
+    text = apply(CRLF, {"op": "step.duplicate", "id": "b"})
+    assert text == CRLF + "  - id: b_copy\r\n    agent: shell\r\n    command: |\r\n      echo b\r\n" \
+        "    depends_on: [a]\r\n"
+    text = apply(CRLF, {"op": "selection.paste", "yaml": copy_steps(CRLF, ["a", "b"]), "after": "a"})
+    assert text == CRLF.replace(
+        "  - id: b\r\n",
+        "  - id: a_2  # é😀\r\n    agent: shell\r\n    command: echo 😀 ${b_2.outputs.x}\r\n  - id: b_2\r\n"
+        "    agent: shell\r\n    command: |\r\n      echo b\r\n    depends_on: [a_2]\r\n  - id: b\r\n", 1)
+    assert "\n" not in text.replace("\r\n", "")
+
+
+def test_field_unset_in_a_crlf_file():
+    assert apply(CRLF, {"op": "field.unset", "id": "b", "path": ["depends_on"]}) == \
+        CRLF.replace("    depends_on: [a]\r\n", "")
+
+
+ANCHORS = """\
+name: wf
+steps:
+  - id: a
+    agent: mock
+    command: a
+    retry: &r
+      max_retries: 2
+      backoff_s: 1
+  - id: b
+    agent: mock
+    command: b
+    retry: *r
+  - id: c
+    agent: mock
+    command: c
+    retry: *r
+"""
+EXPANDED = "    retry:\n      max_retries: 2\n      backoff_s: 1\n"
+
+
+def test_setting_a_field_through_an_alias_changes_that_step_only():
+    text = apply(ANCHORS, {"op": "field.set", "id": "b", "path": ["retry", "max_retries"], "value": 5})
+    assert text == ANCHORS.replace("    command: b\n    retry: *r\n",
+                                   "    command: b\n    retry:\n      max_retries: 5\n      backoff_s: 1\n")
+    report = validate_source(text)
+    assert report.valid
+    retries = {s.id: s.model.retry.max_retries for s in report.workflow.steps}
+    assert retries == {"a": 2, "b": 5, "c": 2}
+
+
+def test_setting_a_field_of_the_anchor_holder_expands_the_other_users_first():
+    text = apply(ANCHORS, {"op": "field.set", "id": "a", "path": ["retry", "max_retries"], "value": 5})
+    assert text == ANCHORS.replace("max_retries: 2", "max_retries: 5").replace("    retry: *r\n", EXPANDED)
+    retries = {s.id: s.model.retry.max_retries for s in validate_source(text).workflow.steps}
+    assert retries == {"a": 5, "b": 2, "c": 2}
+
+
+def test_removing_the_anchor_holder_expands_its_aliases_first():
+    text = apply(ANCHORS, {"op": "step.remove", "id": "a"})
+    assert text == "name: wf\nsteps:\n" + ANCHORS[ANCHORS.index("  - id: b"):].replace("    retry: *r\n", EXPANDED)
+
+
+def test_unsetting_a_field_through_an_alias():
+    text = apply(ANCHORS, {"op": "field.unset", "id": "c", "path": ["retry", "backoff_s"]})
+    assert text == ANCHORS[:ANCHORS.rindex("    retry: *r")] + "    retry:\n      max_retries: 2\n"
+
+
+def test_a_one_line_anchor_is_written_out_on_one_line():
+    text = "name: wf\nx-retry: &r {max_retries: 2}\nsteps:\n  - id: a\n    command: a\n    retry: *r\n" \
+        "  - id: b\n    command: b\n    retry: *r\n"
+    assert apply(text, {"op": "field.set", "id": "a", "path": ["retry", "max_retries"], "value": 3}) == \
+        text.replace("    command: a\n    retry: *r\n", "    command: a\n    retry:\n      max_retries: 3\n")
+    assert apply(text, {"op": "field.unset", "id": None, "path": ["x-retry"]}) == \
+        text.replace("x-retry: &r {max_retries: 2}\n", "").replace("*r", "{max_retries: 2}")
+
+
+def test_comments_quoting_and_flow_style_of_untouched_nodes_stay():
+    text = """\
+name: wf   # the name
+steps:
+  - id: a
+    agent: 'mock'          # quoted
+    command: >-
+      folded
+      text
+    outputs: {x: {type: string}, "y z": {type: number}}
+    # a comment between keys
+    success_criteria: ["outputs.x != ''"]
+"""
+    new = apply(text, {"op": "field.set", "id": "a", "path": ["agent"], "value": "shell"})
+    assert new == text.replace("'mock'", "'shell'")
+    new = apply(text, {"op": "field.set", "id": "a", "path": ["timeout"], "value": "5m"})
+    assert new == text + "    timeout: 5m\n"
