@@ -22,7 +22,7 @@ const state = {
   placements: {}, selected: null, clipboard: "",
 };
 
-let pane = null, graph = null, inspector = null;
+let pane = null, graph = null, inspector = null, palette = null;
 let applying = false; // a patch's changes are entering the pane: they are checked text, not typing
 let known = new Set(); // the step ids of the last outline: a duplicate's new id is the one not among them
 
@@ -103,11 +103,12 @@ function problemsByStep() {
 }
 
 function draw() {
+  if (state.outline.parsed) pane.setSteps?.(state.outline.steps); // an unparsed text keeps the last steps' spans
   pane.setProblems(state.problems);
   graph?.update(state.outline, state.placements, problemsByStep());
   if (state.selected && !stepOf(state.selected)) state.selected = null;
   inspector?.show(stepOf(state.selected), state.outline, problemsOf(state.selected));
-  pane.setCompletions?.({ stepIds: (state.outline.steps || []).map((s) => s.id) });
+  palette?.update(state.outline, state.selected);
   drawProblems();
   showValidity();
 }
@@ -158,8 +159,9 @@ function showValidity(kind, why) {
     invalid: `${errors || "Some"} problem${errors === 1 ? "" : "s"}: not valid`,
   }[kind];
   const save = $("save");
-  save.disabled = kind !== "valid";
-  save.title = kind === "valid" ? "Save the draft as a new version" : "Only a valid workflow can be saved";
+  save.disabled = kind !== "valid" || !state.dirty;
+  save.title = kind !== "valid" ? "Only a valid workflow can be saved"
+    : state.dirty ? "Save the draft as a new version" : `No change since v${state.baseVersion}`;
 }
 
 // -- patches: every gesture of the graph, the inspector and the palette ---------------------------------------
@@ -221,6 +223,7 @@ function select(id, from) {
   if (from !== "graph") graph?.select(state.selected);
   if (from !== "yaml" && step) pane.selectLines(step.lines[0], step.lines[1]);
   inspector?.show(step, state.outline, problemsOf(state.selected));
+  palette?.update(state.outline, state.selected); // a new step goes after the selected one
 }
 
 // -- copy and paste of steps, as YAML text --------------------------------------------------------------------
@@ -280,7 +283,7 @@ async function save(text, message, baseVersion) {
   const revision = ++state.revision;
   const answer = await call("POST", api + "save", { text, revision, message, base_version: baseVersion }).catch(() => null);
   if (!answer) return "Not saved: the server could not be reached.";
-  if (answer.status === 201) {
+  if (answer.status === 201 || answer.status === 200) { // 200: the latest version holds this text already
     saved(answer.data, text);
     return "";
   }
@@ -330,8 +333,9 @@ function saved(data, text) {
   }
   $("draft-note").textContent = `draft on v${data.version}`;
   if (location.pathname !== page + "edit/") history.replaceState(null, "", page + "edit/"); // a reload opens its editor
-  say(`Saved v${data.version} of ${data.workflow}.`, { href: page + "versions/", text: "See its history" });
-  $("editor-said").focus?.();
+  say(data.created === false ? `Nothing new to save: v${data.version} of ${data.workflow} holds this text.`
+    : `Saved v${data.version} of ${data.workflow}.`, { href: page + "versions/", text: "See its history" });
+  showValidity();
 }
 
 async function discard() {
@@ -410,7 +414,7 @@ function bindKeys() {
 }
 
 async function start() {
-  const [draft, schema, yamlPane, editorGraph, inspectorModule, palette] = await Promise.all([
+  const [draft, schema, yamlPane, editorGraph, inspectorModule, paletteModule] = await Promise.all([
     call("GET", api), call("GET", root.dataset.schemaUrl).catch(() => null),
     optional("./yaml_pane.js"), optional("./editor_graph.js"), optional("./inspector.js"), optional("./palette.js"),
   ]);
@@ -426,7 +430,7 @@ async function start() {
   pane = yamlPane?.createYamlPane
     ? yamlPane.createYamlPane($("yaml"), { text: d.text, schema: schemaDoc, readOnly: false, onChange, onCursorStep })
     : textareaPane($("yaml"), { text: d.text, onChange });
-  pane.setCompletions?.({ ...completions, stepIds: (d.outline?.steps || []).map((s) => s.id) });
+  pane.setCompletions?.(completions);
   if (editorGraph?.createEditorGraph) {
     graph = editorGraph.createEditorGraph($("graph"), {
       readOnly: false, onPatch: patch, onSelect: (id) => select(id, "graph"), onPlace: place, onCopy: copy, onPaste: pasteAsk,
@@ -439,9 +443,8 @@ async function start() {
     inspector = inspectorModule.createInspector($("inspector"), { schema: schemaDoc, readOnly: false, onPatch: patch,
                                                                   onSelect: (id) => select(id, "inspector") });
   }
-  if (palette?.createPalette) {
-    palette.createPalette($("palette"), { schema: schemaDoc, onPatch: patch, selected: () => state.selected,
-                                         outline: () => state.outline, completions });
+  if (paletteModule?.createPalette) {
+    palette = paletteModule.createPalette($("palette"), { schema: schemaDoc, readOnly: false, onPatch: patch });
   }
   bindKeys();
   known = new Set((d.outline?.steps || []).map((s) => s.id));
