@@ -79,6 +79,14 @@ def revision_of(value) -> int:
     return value
 
 
+def message_of(message) -> str:
+    """What the saver said of a version, as kept: one string of at most MAX_MESSAGE characters."""
+    message = storable(message, "the message", MAX_MESSAGE * 4).strip()
+    if len(message) > MAX_MESSAGE:
+        raise EditRefused("bad_value", f"the message is longer than {MAX_MESSAGE} characters")
+    return message
+
+
 def problems_json(report: Report) -> list[dict]:
     """What validation found, errors then warnings, each with its severity."""
     return ([{**p.to_json(), "severity": "error"} for p in report.problems]
@@ -154,9 +162,7 @@ def draft_save(user, draft: Draft, text: str, message: str, base_version: int | 
     Raises SaveInvalid (problems), SaveConflict (a newer version was saved: the merge), EditRefused."""
     require_edit(user)
     storable(text, "the text")
-    message = storable(message, "the message", MAX_MESSAGE * 4).strip()
-    if len(message) > MAX_MESSAGE:
-        raise EditRefused("bad_value", f"the message is longer than {MAX_MESSAGE} characters")
+    message = message_of(message)
     if base_version is not None and (isinstance(base_version, bool) or not isinstance(base_version, int)):
         raise EditRefused("bad_request", "base_version must be a version number or null")
     report = workflow_validate(source=text)
@@ -220,7 +226,7 @@ def merge_payload(base: str, latest: WorkflowVersion, mine: str) -> dict:
 def version_restore(user, workflow: Workflow, number: int, message: str = "") -> WorkflowVersion:
     """Make version `number`'s text the newest version of `workflow` (audited as a save, with the message)."""
     require_edit(user)
-    message = storable(message, "the message", MAX_MESSAGE * 4).strip()[:MAX_MESSAGE]
+    message = message_of(message)
     with transaction.atomic():
         workflow = Workflow.objects.select_for_update(no_key=True).get(pk=workflow.pk)
         old = workflow.versions.filter(number=number).first()

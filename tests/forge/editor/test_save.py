@@ -164,3 +164,15 @@ def test_discarding_forgets_the_draft_audited_and_says_where_to_go(operator, gre
     assert (event.actor, event.target, event.detail) == ("olive", "workflow:greeter",
                                                          {"draft": draft.pk, "base_version": 1})
     assert greeter.versions.count() == 1
+
+
+@pytest.mark.parametrize("message,code", [("x" * 501, "bad_value"), ("a\x00b", "bad_value"), (5, "bad_request")])
+def test_a_message_that_cannot_be_kept_is_refused_and_nothing_is_saved(operator, greeter, message, code):
+    page, draft = Page(operator), draft_open(operator, greeter)
+    before = world_state()
+    response = save(page, draft, SOURCE.replace("say hello", "hi"), 1, message)
+    assert response.status_code == 400 and error_of(response) == code
+    assert world_state() == before
+    with pytest.raises(EditRefused):
+        version_restore(operator, greeter, 1, message)
+    assert world_state() == before
