@@ -1,8 +1,10 @@
 // A workflow version's graph: Cytoscape on positions computed once per version by elkjs in its Web Worker and
 // kept on the server by the version's content hash. Until a version has them, the graph is drawn at once
-// with a quick layering, then moved. Fan-outs and chains of many steps are drawn folded into one node
+// with a quick layering, then moved. Where a person placed a step (placements, by step id) is the truth: ELK
+// lays out the others only and never moves a placed step; the kept layout caches the unplaced steps' places. Fan-outs and chains of many steps are drawn folded into one node
 // (graph_groups.js) that opens on a click; the folded graph is laid out in the page. Used by the run view
-// (run.js) and the workflow page (workflow.js); graph_controls.js drives window.forgeGraph.view.
+// (run.js) and the workflow page (workflow.js); graph_controls.js drives window.forgeGraph.view. The editor
+// (editor/editor_graph.js) draws with the same styles, layouts and folding, exported on window.forgeGraph.
 (function () {
   "use strict";
   const FONT = 11;
@@ -42,6 +44,46 @@
     }).then((laid) => Object.fromEntries(laid.children.map((c) => [c.id, { x: c.x + c.width / 2, y: c.y + c.height / 2 }])));
   }
 
+  // Positions for `nodes` ([{id, deps}]): a placed step where it was placed; an unplaced one where `laid` says,
+  // moved as its placed neighbours were moved from their laid places (it stays beside them), then down until it
+  // overlaps nothing. Without placements, `laid` as it is.
+  function settle(nodes, laid, placed) {
+    const out = {};
+    const free = [];
+    nodes.forEach((n) => {
+      const p = placed && placed[n.id];
+      if (p) out[n.id] = { x: p.x, y: p.y };
+      else if (laid[n.id]) free.push(n);
+    });
+    if (free.length === nodes.length) { free.forEach((n) => { out[n.id] = { x: laid[n.id].x, y: laid[n.id].y }; }); return out; }
+    const near = new Map(nodes.map((n) => [n.id, [...n.deps]]));
+    nodes.forEach((n) => n.deps.forEach((d) => near.get(d)?.push(n.id)));
+    const W = STEP.width + 16;
+    const H = STEP.height + 16;
+    const grid = new Map();
+    const key = (i, j) => i + "," + j;
+    const occupy = (p) => { const k = key(Math.floor(p.x / W), Math.floor(p.y / H)); if (!grid.has(k)) grid.set(k, []); grid.get(k).push(p); };
+    const taken = (p) => {
+      const i = Math.floor(p.x / W);
+      const j = Math.floor(p.y / H);
+      for (let a = i - 1; a <= i + 1; a += 1) for (let b = j - 1; b <= j + 1; b += 1) {
+        if ((grid.get(key(a, b)) || []).some((q) => Math.abs(q.x - p.x) < W && Math.abs(q.y - p.y) < H)) return true;
+      }
+      return false;
+    };
+    Object.values(out).forEach(occupy);
+    free.forEach((n) => {
+      const moved = near.get(n.id).filter((m) => placed[m] && laid[m]);
+      const dx = moved.reduce((sum, m) => sum + placed[m].x - laid[m].x, 0) / (moved.length || 1);
+      const dy = moved.reduce((sum, m) => sum + placed[m].y - laid[m].y, 0) / (moved.length || 1);
+      const p = { x: laid[n.id].x + dx, y: laid[n.id].y + dy };
+      for (let tries = 0; tries < 1000 && taken(p); tries += 1) p.y += H;
+      out[n.id] = p;
+      occupy(p);
+    });
+    return out;
+  }
+
   function keepLayout(url, positions) {
     // The first page to lay out this version keeps the positions on the server for every page after it.
     const token = document.querySelector("input[name=csrfmiddlewaretoken]")?.value || "";
@@ -49,6 +91,34 @@
       method: "POST", credentials: "same-origin", body: JSON.stringify(positions),
       headers: { "Content-Type": "application/json", "X-CSRFToken": token },
     }).catch(() => {});
+  }
+
+  // How every graph is drawn (a big one cheaper); what this file and graph_controls.js mark are data fields.
+  function styles(big) {
+    return [
+      { selector: "node", style: { shape: "round-rectangle", width: 120, height: 44, label: "data(label)", "text-wrap": "wrap",
+                                   "text-valign": "center", "text-max-width": STEP.width - 10, "font-size": 11, "min-zoomed-font-size": 7, "background-color": "#fff", "border-width": 2, "border-color": "#8a96a3" } },
+      { selector: "edge", style: { width: 1.5, "curve-style": big ? "haystack" : "bezier", "target-arrow-shape": big ? "none" : "triangle", "line-color": "#b5bec7", "target-arrow-color": "#b5bec7" } },
+      { selector: ".status-running", style: { "border-color": "#2457c5", "background-color": "#e8f0fe" } },
+      { selector: ".status-waiting", style: { "border-color": "#8a5a00", "background-color": "#fff4d6", "border-style": "dashed" } },
+      { selector: ".status-completed", style: { "border-color": "#1f7a3f", "background-color": "#e3f4e8" } },
+      { selector: ".status-failed", style: { "border-color": "#b3261e", "background-color": "#fde7e6" } },
+      // Never ran because something upstream failed: not the failure itself, so its own shape and colour.
+      { selector: ".status-upstream-failed", style: { shape: "cut-rectangle", "border-style": "dashed", "border-color": "#a0522d", "background-color": "#f6efe9", color: "#6b3a1f" } },
+      { selector: ".status-skipped, .status-cancelled", style: { opacity: 0.45 } },
+      { selector: "edge.taken", style: { width: 2.5, "line-color": "#1f7a3f", "target-arrow-color": "#1f7a3f" } },
+      { selector: "edge.faded", style: { opacity: 0.3, "line-style": "dashed" } },
+      // What this file and graph_controls.js mark are data fields: run.js sets a step's classes whole.
+      { selector: "node.group", style: { width: GROUP.width, height: GROUP.height, "border-width": 4, "border-style": "double", "font-weight": "bold", "text-max-width": GROUP.width - 10 } },
+      { selector: "node.group[?open]", style: { width: 220, "text-max-width": 210, height: 30, "border-width": 1, "border-style": "dashed", "background-color": "#f5f6f8", "font-weight": "normal" } },
+      // A folded step is its group's size, under it: its edges (and their arrows) end at the group's border.
+      { selector: "node[?inside]", style: { visibility: "hidden", events: "no", width: GROUP.width, height: GROUP.height } },
+      { selector: "edge[?folded]", style: { display: "none" } },
+      { selector: "node[?dim], edge[?dim]", style: { opacity: 0.2 } },
+      { selector: "node[?out]", style: { display: "none" } },
+      { selector: "node:selected", style: { "underlay-color": "#2457c5", "underlay-opacity": 0.3, "underlay-padding": 7 } },
+      { selector: "node[?focus]", style: { "outline-width": 3, "outline-color": "#1d2329", "outline-offset": 4 } },
+    ];
   }
 
   // What a folded group says of its steps' statuses on the run page (none on a workflow's page).
@@ -69,9 +139,12 @@
 
   // container: the element, with data-elk-worker and data-layout-url; nodes: [{id, deps}]; layout: the stored
   // positions or null; labelOf(node), classOf(node): what each node shows; drawn(), laidOut(): when each happened.
-  function draw({ container, nodes, layout, labelOf, classOf, drawn, laidOut }) {
-    const stored = layout && nodes.every((n) => layout[n.id]) ? layout : null;
-    let full = stored || quickLayout(nodes); // every step's place, for the graph with nothing folded
+  // placements: where people put steps (by id; the truth), or null.
+  function draw({ container, nodes, layout, placements, labelOf, classOf, drawn, laidOut }) {
+    const placed = Object.fromEntries(nodes.filter((n) => placements && placements[n.id]).map((n) => [n.id, placements[n.id]]));
+    const unplaced = nodes.filter((n) => !placed[n.id]);
+    const stored = layout && unplaced.every((n) => layout[n.id]) ? layout : null;
+    let full = settle(nodes, stored || quickLayout(nodes), placed); // every step's place, with nothing folded
     const big = nodes.length > 300;
     const Groups = window.forgeGraphGroups;
     const groups = Groups ? Groups.find(nodes) : [];
@@ -99,30 +172,7 @@
       minZoom: ZOOM.min, maxZoom: ZOOM.max,
       // A large graph draws cheaper: straight edges, a bitmap while panning, no label too small to read.
       textureOnViewport: big, hideEdgesOnViewport: big,
-      style: [
-        { selector: "node", style: { shape: "round-rectangle", width: 120, height: 44, label: "data(label)", "text-wrap": "wrap",
-                                     "text-valign": "center", "text-max-width": STEP.width - 10, "font-size": 11, "min-zoomed-font-size": 7, "background-color": "#fff", "border-width": 2, "border-color": "#8a96a3" } },
-        { selector: "edge", style: { width: 1.5, "curve-style": big ? "haystack" : "bezier", "target-arrow-shape": big ? "none" : "triangle", "line-color": "#b5bec7", "target-arrow-color": "#b5bec7" } },
-        { selector: ".status-running", style: { "border-color": "#2457c5", "background-color": "#e8f0fe" } },
-        { selector: ".status-waiting", style: { "border-color": "#8a5a00", "background-color": "#fff4d6", "border-style": "dashed" } },
-        { selector: ".status-completed", style: { "border-color": "#1f7a3f", "background-color": "#e3f4e8" } },
-        { selector: ".status-failed", style: { "border-color": "#b3261e", "background-color": "#fde7e6" } },
-        // Never ran because something upstream failed: not the failure itself, so its own shape and colour.
-        { selector: ".status-upstream-failed", style: { shape: "cut-rectangle", "border-style": "dashed", "border-color": "#a0522d", "background-color": "#f6efe9", color: "#6b3a1f" } },
-        { selector: ".status-skipped, .status-cancelled", style: { opacity: 0.45 } },
-        { selector: "edge.taken", style: { width: 2.5, "line-color": "#1f7a3f", "target-arrow-color": "#1f7a3f" } },
-        { selector: "edge.faded", style: { opacity: 0.3, "line-style": "dashed" } },
-        // What this file and graph_controls.js mark are data fields: run.js sets a step's classes whole.
-        { selector: "node.group", style: { width: GROUP.width, height: GROUP.height, "border-width": 4, "border-style": "double", "font-weight": "bold", "text-max-width": GROUP.width - 10 } },
-        { selector: "node.group[?open]", style: { width: 220, "text-max-width": 210, height: 30, "border-width": 1, "border-style": "dashed", "background-color": "#f5f6f8", "font-weight": "normal" } },
-        // A folded step is its group's size, under it: its edges (and their arrows) end at the group's border.
-        { selector: "node[?inside]", style: { visibility: "hidden", events: "no", width: GROUP.width, height: GROUP.height } },
-        { selector: "edge[?folded]", style: { display: "none" } },
-        { selector: "node[?dim], edge[?dim]", style: { opacity: 0.2 } },
-        { selector: "node[?out]", style: { display: "none" } },
-        { selector: "node:selected", style: { "underlay-color": "#2457c5", "underlay-opacity": 0.3, "underlay-padding": 7 } },
-        { selector: "node[?focus]", style: { "outline-width": 3, "outline-color": "#1d2329", "outline-offset": 4 } },
-      ],
+      style: styles(big),
     });
 
     function folding() { return [...folded].sort().join(" "); }
@@ -132,13 +182,14 @@
       const key = folding();
       if (foldedLayouts.has(key)) return foldedLayouts.get(key);
       const graph = Groups.condense(nodes, groups, folded);
-      elkLayout(worker(), graph).then((laid) => {
+      elkLayout(worker(), graph).then((elkLaid) => {
+        const laid = settle(graph, elkLaid, placed);
         foldedLayouts.set(key, laid);
         if (folding() !== key) return;
         place(laid);
         then?.();
       }).catch(() => {}); // the quick layering stays
-      return quickLayout(graph);
+      return settle(graph, quickLayout(graph), placed);
     }
 
     function where(laid) {
@@ -363,8 +414,8 @@
     cy.ready(() => requestAnimationFrame(() => { drawn(); if (stored) laidOut(); }));
     if (!stored) {
       elkLayout(worker(), nodes).then((laid) => {
-        keepLayout(container.dataset.layoutUrl, laid);
-        full = laid;
+        if (unplaced.length) keepLayout(container.dataset.layoutUrl, Object.fromEntries(unplaced.map((n) => [n.id, laid[n.id]])));
+        full = settle(nodes, laid, placed);
         if (!folded.size) { place(full); first(); }
         requestAnimationFrame(laidOut);
       }).catch(() => {}); // the quick layering stays
@@ -375,5 +426,5 @@
     return cy;
   }
 
-  window.forgeGraph = { draw, view: null, stateOf };
+  window.forgeGraph = { draw, view: null, stateOf, styles, settle, quickLayout, elkLayout, ZOOM, STEP, GROUP, READABLE };
 })();

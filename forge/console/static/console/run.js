@@ -231,7 +231,7 @@
   function drawGraph() {
     if (!window.cytoscape || !window.ELK || !window.forgeGraph) return;
     live.cy = window.forgeGraph.draw({
-      container: document.getElementById("graph"), nodes: data.nodes, layout: data.layout, labelOf: label,
+      container: document.getElementById("graph"), nodes: data.nodes, layout: data.layout, placements: data.placements, labelOf: label,
       classOf,
       drawn: () => { live.drawnAt = performance.now(); },
       laidOut: () => { live.laidOutAt = performance.now(); },

@@ -6,7 +6,7 @@
   const data = JSON.parse(holder.textContent);
   const page = (window.forgeWorkflow = { drawnAt: null });
   window.forgeGraph.draw({
-    container: document.getElementById("graph"), nodes: data.nodes, layout: data.layout,
+    container: document.getElementById("graph"), nodes: data.nodes, layout: data.layout, placements: data.placements,
     labelOf: (n) => n.id + (n.kind !== "agent" ? "\n(" + n.kind + ")" : ""), classOf: () => "",
     drawn: () => { page.drawnAt = performance.now(); }, laidOut: () => {},
   });

@@ -1,0 +1,372 @@
+"""The editor's graph, palette and inspector (issue 20, points 2, 3, 8, 11, 12) as a person uses them, on a page
+that holds them alone and records what they ask (the editor page wires the same calls to the server): a palette
+button asks for a step.add, dragging a step's handle onto another asks for an edge.add, Delete asks for a
+step.remove, arrow keys move the selection, an implicit edge is drawn dashed and Delete leaves it (saying where it
+comes from), the inspector checks a field as it is typed and asks for field.set / step.rename / edge.add, a drag is
+a placement that ELK never moves, problems show as badges, and a new outline changes only what changed."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.browser.console import CHROMIUM
+
+ROOT = Path(__file__).resolve().parents[2]
+STATIC = ROOT / "forge" / "console" / "static" / "console"
+VENDOR = ROOT / "static" / "vendor"
+
+PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>editor graph</title><link rel="icon" href="data:,">
+<link rel="stylesheet" id="__________cytoscape_stylesheet" href="graph.css">
+<link rel="stylesheet" href="editor/graph_edit.css">
+<script src="vendor/cytoscape.min.js"></script><script src="vendor/elk-api.js"></script>
+<script src="graph_groups.js"></script><script src="graph.js"></script></head>
+<body><div id="palette"></div>
+<main style="display:flex;gap:1rem"><div id="graph" data-elk-worker="vendor/elk-worker.min.js" style="width:900px;height:600px"></div>
+<aside id="inspector" style="width:380px"></aside></main>
+<script type="module" src="fixture.js"></script></body></html>
+"""
+
+# What the editor page does with the calls, minus the server: they are recorded; the test draws the outlines.
+FIXTURE = """
+import { createEditorGraph } from "./editor/editor_graph.js";
+import { createInspector } from "./editor/inspector.js";
+import { createPalette } from "./editor/palette.js";
+const schema = await (await fetch("schema.json")).json();
+const said = (window.said = { ops: [], selected: [], placed: [], copied: [], pastes: 0 });
+let outline = { steps: [], edges: [] }, problems = {};
+const stepOf = (id) => outline.steps.find((s) => s.id === id) || null;
+const inspector = createInspector(document.getElementById("inspector"), { schema, onPatch: (op) => said.ops.push(op), onSelect: (id) => graph.select(id) });
+const palette = createPalette(document.getElementById("palette"), { schema, onPatch: (op) => said.ops.push(op) });
+const graph = createEditorGraph(document.getElementById("graph"), {
+  onPatch: (op) => said.ops.push(op), onPlace: (p) => said.placed.push(p), onCopy: (ids) => said.copied.push(ids),
+  onPaste: () => { said.pastes += 1; },
+  onSelect: (id) => { said.selected.push(id); palette.update(outline, id); inspector.show(stepOf(id), outline, problems[id] || []); },
+});
+window.show = (o, placements, p) => { outline = o; problems = p || {}; graph.update(o, placements || {}, problems); palette.update(o, null); };
+window.graph = graph;
+window.fixtureReady = true;
+"""
+
+
+def schema() -> dict:
+    """The format's schema as the server serves it (engine/schema.py), with the console's completions."""
+    try:
+        from engine.schema import lobsterx_schema
+        doc = lobsterx_schema()
+    except ImportError:  # until engine/schema.py lands: the same pydantic model's schema
+        from engine.model import Step
+        step = Step.model_json_schema()
+        doc = {"$defs": {**step.pop("$defs", {}), "Step": step}}
+    doc["x-forge"] = {"completions": {"agents": ["mock", "shell"], "library": [], "expressions": []}}
+    return doc
+
+
+def serve_fixture(folder: Path):
+    """The fixture page and the files it loads, served from `folder` on a free port; (url, server)."""
+    shutil.copytree(STATIC / "editor", folder / "editor")
+    for name in ("graph.js", "graph_groups.js", "graph.css"):
+        shutil.copy(STATIC / name, folder / name)
+    (folder / "vendor").mkdir()
+    for path in (VENDOR / "cytoscape" / "cytoscape.min.js", VENDOR / "elkjs" / "elk-api.js", VENDOR / "elkjs" / "elk-worker.min.js"):
+        shutil.copy(path, folder / "vendor" / path.name)
+    (folder / "index.html").write_text(PAGE)
+    (folder / "fixture.js").write_text(FIXTURE)
+    (folder / "schema.json").write_text(json.dumps(schema()))
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/index.html", server
+
+
+def step(id_, kind="agent", agent=None, **fields):
+    """A step as engine.edit.outline gives it."""
+    return {"id": id_, "kind": kind, "agent": agent, "name": "", "lines": [1, 1],
+            "fields": {"id": id_, **({"agent": agent} if agent else {}), **fields}}
+
+
+def edge(a, b, explicit=True, via=("depends_on",)):
+    return {"from": a, "to": b, "explicit": explicit, "via": list(via)}
+
+
+# fetch -> summarize (implicit: summarize reads fetch's stdout), summarize -> review -> publish (explicit).
+OUTLINE = {"parsed": True, "error": None, "sequential": False, "name": "news", "steps": [
+    step("fetch", agent="shell", command="curl example.org"),
+    step("summarize", agent="mock", command="sum it up", stdin="${fetch.stdout}"),
+    step("review", kind="approval", approval="required", depends_on=["summarize"]),
+    step("publish", agent="shell", command="publish", depends_on=["review"]),
+], "edges": [edge("fetch", "summarize", False, ["stdin"]), edge("summarize", "review"), edge("review", "publish")]}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, tmp_path):
+    url, server = serve_fixture(tmp_path / "site")
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(url)
+    page.wait_for_function("() => window.fixtureReady === true", timeout=30_000)
+    yield page
+    context.close()
+    server.shutdown()
+    assert not errors, errors
+
+
+def show(page, outline=OUTLINE, placements=None, problems=None):
+    page.evaluate("([o, pl, pr]) => window.show(o, pl, pr)", [outline, placements or {}, problems or {}])
+
+
+def ops(page) -> list[dict]:
+    return page.evaluate("() => window.said.ops")
+
+
+def wait_ops(page, n: int) -> list[dict]:
+    page.wait_for_function("(n) => window.said.ops.length >= n", arg=n, timeout=30_000)
+    return ops(page)
+
+
+def at(page, node_id: str) -> dict:
+    """Where a node is on the screen (its centre)."""
+    p = page.evaluate("(id) => window.graph.cy.getElementById(id).renderedPosition()", node_id)
+    box = page.locator(".editor-graph-canvas").bounding_box()
+    return {"x": box["x"] + p["x"], "y": box["y"] + p["y"]}
+
+
+def click(page, node_id: str) -> None:
+    p = at(page, node_id)
+    page.mouse.click(p["x"], p["y"])
+
+
+def selected(page) -> list[str]:
+    return page.evaluate("() => window.graph.cy.$(':selected').map((e) => e.id())")
+
+
+def drawn(page, n=4):
+    """Waits until `n` steps are drawn where ELK put them (nothing moves after)."""
+    page.wait_for_function("(n) => window.graph.cy.nodes().length === n"
+                           " && document.getElementById('graph').dataset.layout === 'done'", arg=n, timeout=30_000)
+
+
+def test_the_palette_adds_a_step_of_each_kind_with_a_fresh_id(page, tmp_path):
+    show(page)
+    drawn(page)
+    labels = page.locator(".palette button").evaluate_all("(bs) => bs.map((b) => b.getAttribute('aria-label'))")
+    assert labels == ["Add a step run by the agent mock", "Add a step run by the agent shell", "Add an approval step",
+                      "Add a step that runs another workflow", "Add a step from the step library",
+                      "Add a loop step (run by mock)"]
+    page.get_by_role("button", name="Add an approval step").click()
+    assert wait_ops(page, 1)[-1] == {"op": "step.add", "step": {"id": "approval_1", "approval": "required"}, "after": None}
+    click(page, "review")  # a new step goes after the selected one
+    page.get_by_role("button", name="Add a step run by the agent shell").click()
+    assert wait_ops(page, 2)[-1] == {"op": "step.add", "step": {"id": "shell_1", "agent": "shell", "command": ""}, "after": "review"}
+    page.get_by_role("button", name="Add a loop step (run by mock)").click()
+    assert wait_ops(page, 3)[-1]["step"] == {"id": "loop_1", "agent": "mock", "command": "", "loop": {"max_iterations": 3}}
+    page.screenshot(path=str(tmp_path / "editor-graph-palette.png"))
+
+
+def test_dragging_a_handle_onto_a_step_connects_them(page):
+    show(page)
+    drawn(page)
+    start = at(page, "fetch")
+    page.mouse.move(start["x"], start["y"])
+    handle = page.get_by_role("button", name="Connect from fetch: drag onto the step that depends on it")
+    handle.wait_for(state="visible", timeout=30_000)
+    box = handle.bounding_box()
+    end = at(page, "publish")
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move((box["x"] + end["x"]) / 2, (box["y"] + end["y"]) / 2, steps=5)
+    page.mouse.move(end["x"], end["y"], steps=5)
+    page.mouse.up()
+    assert wait_ops(page, 1) == [{"op": "edge.add", "from": "fetch", "to": "publish"}]
+    assert "publish now depends on fetch" in page.locator(".editor-graph-says").inner_text()
+
+
+def test_delete_removes_the_selected_step_and_arrows_move_the_selection(page):
+    show(page)
+    drawn(page)
+    click(page, "summarize")
+    assert selected(page) == ["summarize"]
+    page.keyboard.press("ArrowRight")
+    assert selected(page) == ["review"]
+    page.keyboard.press("ArrowRight")
+    assert selected(page) == ["publish"]
+    page.keyboard.press("ArrowLeft")
+    assert selected(page) == ["review"]
+    assert page.evaluate("() => window.said.selected") == ["summarize", "review", "publish", "review"]
+    assert page.evaluate("() => document.activeElement.classList.contains('editor-graph-canvas')")
+    page.keyboard.press("Delete")
+    assert wait_ops(page, 1) == [{"op": "step.remove", "id": "review"}]
+    # Nothing is drawn differently until the server's outline says so.
+    assert page.evaluate("() => window.graph.cy.getElementById('review').length") == 1
+
+
+def test_an_implicit_edge_is_dashed_and_not_deletable_and_an_explicit_one_is(page):
+    show(page)
+    drawn(page)
+    style = page.evaluate("() => { const e = window.graph.cy.getElementById('fetch->summarize');"
+                          " return [e.style('line-style'), window.graph.cy.getElementById('review->publish').style('line-style')]; }")
+    assert style == ["dashed", "solid"]
+    page.evaluate("() => window.graph.cy.getElementById('fetch->summarize').select()")
+    page.locator(".editor-graph-canvas").focus()
+    page.keyboard.press("Delete")
+    says = page.locator(".editor-graph-says").inner_text()
+    assert "Implicit edge fetch → summarize, from stdin" in says and "cannot be deleted" in says
+    assert ops(page) == []
+    assert page.get_by_role("button", name="Delete the selected steps or edge (Delete key)").is_disabled()
+    # a click on the explicit edge's middle selects it; Delete asks for its removal
+    mid = page.evaluate("() => window.graph.cy.getElementById('review->publish').renderedMidpoint()")
+    box = page.locator(".editor-graph-canvas").bounding_box()
+    page.evaluate("() => window.graph.cy.$(':selected').unselect()")
+    page.mouse.click(box["x"] + mid["x"], box["y"] + mid["y"])
+    assert selected(page) == ["review->publish"]
+    page.keyboard.press("Delete")
+    assert wait_ops(page, 1) == [{"op": "edge.remove", "from": "review", "to": "publish"}]
+
+
+def test_the_inspector_checks_as_typed_and_asks_for_one_patch_a_field(page, tmp_path):
+    show(page, problems={"publish": [{"severity": "error", "code": "unknown_agent", "message": "no agent is called shell"}]})
+    drawn(page)
+    click(page, "summarize")
+    inspector = page.locator("#inspector")
+    inspector.get_by_text("Step summarize (agent mock)").wait_for(timeout=30_000)
+    assert "fetch — via stdin" in inspector.locator(".inspector-implicit").inner_text()
+    # a number field: a word is refused where it is typed; a number in bounds is one field.set
+    retries = inspector.locator('[data-path="retry.max_retries"]')
+    retries.fill("many")
+    assert "must be a number" in inspector.locator(".inspector-message:not(:empty)").first.inner_text()
+    retries.fill("500")
+    assert "must be at most 100" in inspector.locator(".inspector-message:not(:empty)").first.inner_text()
+    assert ops(page) == []
+    retries.fill("5")
+    retries.press("Enter")
+    assert wait_ops(page, 1)[-1] == {"op": "field.set", "id": "summarize", "path": ["retry", "max_retries"], "value": 5}
+    # emptying a field unsets it
+    command = inspector.locator('[data-path="command"]')
+    command.fill("")
+    command.blur()
+    assert wait_ops(page, 2)[-1] == {"op": "field.unset", "id": "summarize", "path": ["command"]}
+    # the id: checked, then one rename
+    step_id = inspector.locator('[data-path="id"]')
+    step_id.fill("Bad id")
+    assert "an id is a lower-case letter" in inspector.locator(".inspector-message:not(:empty)").first.inner_text()
+    step_id.fill("digest")
+    step_id.press("Enter")
+    assert wait_ops(page, 3)[-1] == {"op": "step.rename", "id": "summarize", "to": "digest"}
+    # depends_on from the keyboard
+    depends = inspector.locator('[data-path="depends_on"]')
+    depends.fill("publish")
+    depends.press("Enter")
+    assert wait_ops(page, 4)[-1] == {"op": "edge.add", "from": "publish", "to": "summarize"}
+    # a problem is a badge on its node, its messages in its title
+    badge = page.locator(".editor-graph-badge")
+    assert badge.inner_text() == "1" and "unknown_agent: no agent is called shell" in badge.get_attribute("title")
+    assert "editor-graph-badge-error" in badge.get_attribute("class")
+    page.screenshot(path=str(tmp_path / "editor-graph-inspector.png"))
+
+
+def test_enter_takes_the_keyboard_to_the_inspector(page):
+    show(page)
+    drawn(page)
+    click(page, "publish")
+    page.keyboard.press("Enter")
+    assert page.evaluate("() => document.activeElement.dataset.path") == "id"
+
+
+def test_a_drag_is_a_placement_and_elk_never_moves_a_placed_step(page):
+    show(page, placements={"review": {"x": 900, "y": 700}})
+    drawn(page)
+    assert page.evaluate("() => window.graph.cy.getElementById('review').position()") == {"x": 900, "y": 700}
+    start = at(page, "fetch")
+    page.mouse.move(start["x"], start["y"])
+    page.mouse.down()
+    page.mouse.move(start["x"] + 40, start["y"] + 60, steps=6)
+    page.mouse.up()
+    page.wait_for_function("() => window.said.placed.length === 1", timeout=30_000)
+    placed = page.evaluate("() => window.said.placed[0]")
+    assert list(placed) == ["fetch"]
+    assert ops(page) == []  # a move is no patch
+    # a new outline (a step added) keeps every placed step where it was put
+    grown = {**OUTLINE, "steps": [*OUTLINE["steps"], step("notify", agent="mock", command="tell", depends_on=["publish"])],
+             "edges": [*OUTLINE["edges"], edge("publish", "notify")]}
+    before = page.evaluate("() => window.graph.cy.getElementById('fetch').position()")
+    show(page, grown, placements={"review": {"x": 900, "y": 700}})
+    drawn(page, 5)
+    assert page.evaluate("() => window.graph.cy.getElementById('review').position()") == {"x": 900, "y": 700}
+    assert page.evaluate("() => window.graph.cy.getElementById('fetch').position()") == before
+    notify = page.evaluate("() => window.graph.cy.getElementById('notify').position()")
+    publish = page.evaluate("() => window.graph.cy.getElementById('publish').position()")
+    assert notify["x"] > publish["x"]  # beside what it follows, not piled on anything
+
+
+def test_a_new_outline_changes_only_what_changed(page):
+    show(page)
+    drawn(page)
+    page.evaluate("() => window.graph.cy.elements().forEach((e) => e.scratch('_mark', 1))")
+    changed = json.loads(json.dumps(OUTLINE))
+    changed["steps"] = [s for s in changed["steps"] if s["id"] != "fetch"]
+    changed["edges"] = [e for e in changed["edges"] if e["from"] != "fetch"]
+    changed["steps"][0]["agent"] = "shell"  # summarize: another agent
+    show(page, changed)
+    page.wait_for_function("() => window.graph.cy.nodes().length === 3", timeout=30_000)
+    kept = page.evaluate("() => window.graph.cy.elements().filter((e) => e.scratch('_mark')).map((e) => e.id()).sort()")
+    assert kept == ["publish", "review", "review->publish", "summarize", "summarize->review"]
+    assert page.evaluate("() => window.graph.cy.getElementById('summarize').data('label')") == "summarize\n(shell)"
+    # a text that does not parse keeps the last drawing and says so
+    show(page, {"parsed": False, "error": {"code": "yaml", "message": "bad", "line": 1, "column": 1}, "steps": [], "edges": []})
+    assert page.evaluate("() => window.graph.cy.nodes().length") == 3
+    assert "does not parse" in page.locator(".editor-graph-says").inner_text()
+
+
+def test_copy_and_paste_and_duplicate_of_a_selection(page):
+    show(page)
+    drawn(page)
+    click(page, "fetch")
+    p = at(page, "publish")
+    page.keyboard.down("Shift")
+    page.mouse.click(p["x"], p["y"])
+    page.keyboard.up("Shift")
+    assert sorted(selected(page)) == ["fetch", "publish"]
+    page.keyboard.press("Control+c")
+    assert page.evaluate("() => window.said.copied") == [["fetch", "publish"]]
+    page.keyboard.press("Control+v")
+    assert page.evaluate("() => window.said.pastes") == 1
+    assert page.get_by_role("button", name="Duplicate the selected step").is_disabled()
+    click(page, "review")
+    page.get_by_role("button", name="Duplicate the selected step").click()
+    assert wait_ops(page, 1) == [{"op": "step.duplicate", "id": "review"}]
+
+
+def test_a_long_chain_is_folded_and_opens_on_a_click(page, tmp_path):
+    ids = [f"s{i:03d}" for i in range(60)]
+    outline = {"parsed": True, "steps": [step(i, agent="mock") for i in ids],
+               "edges": [edge(a, b) for a, b in zip(ids, ids[1:])]}
+    show(page, outline)
+    drawn(page, 61)  # the steps and their group
+    group = page.evaluate("() => window.graph.cy.nodes('[?group]').id()")
+    assert page.evaluate("() => window.graph.cy.nodes().filter((n) => n.visible() && !n.data('group')).length") < 60
+    click(page, group)
+    page.wait_for_function("() => window.graph.cy.nodes().filter((n) => n.visible() && !n.data('group')).length === 60",
+                           timeout=30_000)
+    page.screenshot(path=str(tmp_path / "editor-graph-chain.png"))
