@@ -1,0 +1,209 @@
+"""The editor's YAML pane (console/editor/yaml_pane.js) in Chromium, as a person uses it: the schema lint marks a
+typo with its message, completion offers the schema's keys and the server's lists, undo takes back typing and a
+patch from the graph (one step each, a hundred deep), the server's problems sit on their lines, and the cursor
+says which step it is in. Under the console's Content-Security-Policy, with nothing refused."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.browser.yaml_pane_page import PanePage
+
+TEXT = """\
+# vendor review: comments stay
+name: vendor_review
+steps:
+  - id: intake
+    agent: shell
+    command: echo hello
+  - id: review   # the second step
+    agent: shell
+    command: echo review
+    depends_on: [intake]
+"""
+DEADLINE_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def pane_page():
+    served = PanePage()
+    yield served
+    served.close()
+
+
+@pytest.fixture
+def page(browser, pane_page, tmp_path):
+    context = browser.new_context(viewport={"width": 1100, "height": 700})
+    refused: list[str] = []
+    context.on("console", lambda m: refused.append(m.text) if m.type == "error" else None)
+    context.add_init_script("document.addEventListener('securitypolicyviolation', (e) => "
+                            "console.error(`CSP ${e.effectiveDirective} refused ${e.blockedURI}`));")
+    page = context.new_page()
+    page.set_default_timeout(DEADLINE_MS)
+    pane_page.open(page, TEXT)
+    page.shots = Path(os.environ.get("FORGE_SCREENSHOTS") or tmp_path)
+    yield page
+    page.evaluate("new Promise((done) => setTimeout(done, 0))")  # let queued violation reports arrive
+    context.close()
+    assert not refused, "the page logged errors:\n" + "\n".join(refused)
+
+
+def text(page) -> str:
+    return page.evaluate("window.pane.getText()")
+
+
+def end_of_line(page, number: int) -> None:
+    page.locator(".cm-line").nth(number - 1).click()
+    page.keyboard.press("End")
+
+
+def lint_message(page, marker: str) -> str:
+    """Hovers the lint gutter's `marker` (error or warning) and returns what its tooltip says."""
+    page.locator(f".cm-lint-marker-{marker}").first.hover()
+    tooltip = page.locator(".cm-tooltip-lint")
+    tooltip.wait_for()
+    return tooltip.inner_text()
+
+
+def test_a_typo_in_a_key_is_marked_on_its_line_with_a_message(page):
+    end_of_line(page, 6)
+    page.keyboard.press("Enter")
+    page.keyboard.type("dependson: [x]")
+    page.locator(".cm-lint-marker-error").wait_for()
+    said = lint_message(page, "error")
+    assert "unknown key `dependson` in a step" in said and "did you mean `depends_on`" in said
+    marked = page.locator(".cm-lintRange-error")
+    assert marked.count() == 1 and marked.inner_text() == "dependson"
+    page.screenshot(path=str(page.shots / "yaml_pane_lint.png"))
+
+    page.keyboard.press("Home")  # the fix takes the marker away
+    page.keyboard.press("Shift+End")
+    page.keyboard.type("depends_on: [intake]")
+    page.locator(".cm-lint-marker-error").wait_for(state="detached")
+
+
+def test_wrong_values_are_marked_as_the_schema_says(page):
+    end_of_line(page, 6)
+    page.keyboard.press("Enter")
+    page.keyboard.type("on_failure: explode")
+    page.locator(".cm-lint-marker-error").wait_for()
+    assert "`on_failure` must be one of: " in lint_message(page, "error")
+    page.keyboard.press("Home")
+    page.keyboard.press("Shift+End")
+    page.keyboard.type("retry: {max_retries: -1}")
+    page.wait_for_function("() => document.querySelector('.cm-lintRange-error')?.textContent === '-1'")
+    assert "`max_retries` must be at least 0" in lint_message(page, "error")
+
+
+def test_completion_offers_schema_keys_and_the_servers_names(page):
+    page.evaluate("window.pane.setSteps([{id: 'intake', lines: [4, 6]}, {id: 'review', lines: [7, 10]}])")
+    end_of_line(page, 6)
+    page.keyboard.press("Enter")
+    page.keyboard.type("dep")
+    choose(page, "depends_on")
+    page.keyboard.type("[int")
+    choose(page, "intake")
+    assert "    depends_on: [intake]\n" in text(page)
+
+    end_of_line(page, 9)  # `    agent: shell` of review, a line lower now
+    for _ in range(len("shell")):
+        page.keyboard.press("Backspace")
+    page.keyboard.type("cla")
+    choose(page, "claude_code")
+    assert "    agent: claude_code\n" in text(page)
+
+
+def choose(page, label: str) -> None:
+    """Clicks `label` in the completion list once it offers it."""
+    page.locator(".cm-tooltip-autocomplete li", has_text=label).first.click()
+    page.locator(".cm-tooltip-autocomplete").wait_for(state="detached")
+
+
+def test_undo_takes_back_typing_and_a_patch_is_one_undo_step(page):
+    end_of_line(page, 10)
+    page.keyboard.type(", review")
+    assert text(page) != TEXT
+    page.keyboard.press("Control+z")
+    page.wait_for_function("(want) => window.pane.getText() === want", arg=TEXT)
+
+    # A patch from the graph: two ranges at once (a rename: the id and its reference), as one transaction.
+    at = TEXT.index("intake")
+    again = TEXT.index("[intake]") + 1
+    page.evaluate("(changes) => window.pane.applyChanges(changes)", [
+        {"from": at, "to": at + 6, "insert": "start"}, {"from": again, "to": again + 6, "insert": "start"}])
+    renamed = TEXT.replace("intake", "start")
+    assert text(page) == renamed
+    page.keyboard.press("Control+z")
+    page.wait_for_function("(want) => window.pane.getText() === want", arg=TEXT)
+    page.keyboard.press("Control+Shift+z")
+    page.wait_for_function("(want) => window.pane.getText() === want", arg=renamed)
+
+
+def test_a_hundred_and_twenty_patches_are_undone_one_by_one(page):
+    end = len(TEXT)
+    for i in range(120):
+        page.evaluate("(change) => window.pane.applyChanges([change])", {"from": end, "to": end, "insert": "#\n"})
+        end += 2
+    page.locator(".cm-content").click()
+    for _ in range(120):
+        page.keyboard.press("Control+z")
+    page.wait_for_function("(want) => window.pane.getText() === want", arg=TEXT)
+
+
+def test_server_problems_sit_on_their_lines_with_code_and_message(page):
+    page.evaluate("window.pane.setSteps([{id: 'intake', lines: [4, 6]}, {id: 'review', lines: [7, 10]}])")
+    page.evaluate("""window.pane.setProblems([
+      {code: 'unknown_step', message: 'depends on `nowhere`, which is no step', step: 'review', line: 10,
+       column: 18, severity: 'error'},
+      {code: 'unused_output', message: '<b>not markup</b>', step: 'intake', line: null, column: null,
+       severity: 'warning'}])""")
+    page.locator(".cm-lint-marker-error").wait_for()
+    said = lint_message(page, "error")
+    assert "depends on `nowhere`, which is no step" in said and "unknown_step" in said
+    assert page.locator(".cm-lintRange-error").inner_text() == "intake"
+    page.locator(".cm-lint-marker-warning").wait_for()
+    page.mouse.move(600, 650)
+    assert "<b>not markup</b>" in lint_message(page, "warning")  # shown as text, never as markup
+    assert page.locator(".cm-lintRange-warning").inner_text() == "id: intake"  # no line: its step's first
+    page.screenshot(path=str(page.shots / "yaml_pane_problems.png"))
+
+
+def test_the_cursor_says_which_step_it_is_in(page):
+    page.evaluate("window.pane.setSteps([{id: 'intake', lines: [4, 6]}, {id: 'review', lines: [7, 10]}])")
+    end_of_line(page, 9)
+    page.wait_for_function("() => window.told.steps.at(-1) === 'review'")
+    end_of_line(page, 5)
+    page.wait_for_function("() => window.told.steps.at(-1) === 'intake'")
+    end_of_line(page, 2)
+    page.wait_for_function("() => window.told.steps.at(-1) === null")
+    told = page.evaluate("window.told.steps.length")
+    page.evaluate("window.pane.selectLines(7, 10)")  # the graph chose review: no echo back to it
+    assert page.evaluate("window.getSelection().toString()").startswith("  - id: review")
+    assert page.evaluate("window.told.steps.length") == told
+
+
+def test_search_folding_and_read_only(page):
+    page.locator(".cm-content").click()
+    page.keyboard.press("Control+f")
+    page.locator(".cm-search input[name=search]").fill("review")
+    page.keyboard.press("Enter")
+    page.locator(".cm-searchMatch").first.wait_for()
+    page.keyboard.press("Escape")
+    page.locator(".cm-foldGutter span[title='Fold line']").first.click()
+    page.locator(".cm-foldPlaceholder").wait_for()
+    page.evaluate("window.pane.setReadOnly(true)")
+    page.locator(".cm-content").click()
+    page.keyboard.type("nope")
+    assert "nope" not in text(page)
+
+
+def test_hostile_text_never_stalls_the_pane(page, pane_page):
+    deep = "name: x\nsteps: " + "[" * 5000 + "]" * 5000 + "\n" + "a: &a [1, 2]\n" * 2000
+    pane_page.open(page, deep)
+    page.locator(".cm-content").click()
+    page.keyboard.type("z")
+    page.wait_for_function("() => window.pane.lintStats.runs > 0")
+    assert page.evaluate("window.pane.lintStats.max") < 2000
