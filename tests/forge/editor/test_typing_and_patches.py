@@ -3,6 +3,8 @@ patches on the page's text: the new text and its changes, written to the draft, 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from forge.audit.models import AuditEvent
@@ -136,6 +138,11 @@ def test_a_rename_in_a_workflow_not_saved_yet_keeps_its_place_in_the_draft(opera
     (SOURCE, {"op": "edge.remove", "from": "hello", "to": "shout"}, "implicit_edge"),
     (SOURCE, {"op": "edge.add", "from": "done", "to": "hello"}, "cycle"),
     (SOURCE, {"op": "field.set", "id": "hello", "path": ["id"], "value": "x"}, "use_rename"),
+    (SOURCE, {"op": 5}, "bad_patch"),
+    (SOURCE, {}, "bad_patch"),
+    (SOURCE, {"op": "field.set", "id": "hello", "path": ["x-deep"], "value": json.loads("[" * 900 + "]" * 900)},
+     "bad_value"),
+    (SOURCE, {"op": "field.set", "id": "hello", "path": ["command"], "value": "a" * 1_500_000}, "bad_value"),
 ])
 def test_a_patch_that_cannot_apply_is_400_with_its_code_and_changes_nothing(operator, greeter, text, op, code):
     page, draft = Page(operator), draft_open(operator, greeter)
