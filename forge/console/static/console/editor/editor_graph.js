@@ -212,7 +212,9 @@ export function createEditorGraph(container, options = {}) {
     }).catch(() => { if (asked === layoutAsked) container.dataset.layout = "done"; }); // the quick places stay
   }
 
-  // The elements Cytoscape should hold now, compared with those it holds: only the differences are applied.
+  // The elements Cytoscape should hold now, compared with those it holds: only the differences are applied. The
+  // steps of a folded group are not drawn at all (a 1,000-step fan-out is three nodes to drag among); the edges
+  // into or out of it are drawn once each way, as a bundle.
   function draw() {
     const want = new Map();
     const inside = new Map(); // step id -> its folded group
@@ -225,30 +227,34 @@ export function createEditorGraph(container, options = {}) {
       const xs = at.map((p) => p.x);
       return { x: (Math.min(...xs) + Math.max(...xs)) / 2, y: Math.min(...at.map((p) => p.y)) - F.STEP.height / 2 - 28 };
     };
-    const groupAt = new Map(groups.map((g) => [groupId(g), centre(g)]));
     steps.forEach((s, id) => {
-      const g = inside.get(id);
-      const list = problems[id] || [];
-      want.set(id, { group: "nodes", data: { id, label: labelOf(s), kind: s.kind, inside: g ? 1 : 0, problem: severityOf(list) },
-                     position: g ? groupAt.get(groupId(g)) : pos.get(id) });
+      if (inside.has(id)) return;
+      want.set(id, { group: "nodes", data: { id, label: labelOf(s), kind: s.kind, problem: severityOf(problems[id]) }, position: pos.get(id) });
     });
     groups.forEach((g) => {
       const shut = isFolded(g);
       const count = g.chains ? g.chains + " chains, " + g.members.length + " steps" : g.members.length + " steps";
       const first = g.members[0];
       const last = g.members[g.members.length - 1];
-      const label = shut ? "+" + count + "\n" + first + " … " + last : "− fold " + count + " (" + first + " … " + last + ")";
-      want.set(groupId(g), { group: "nodes", data: { id: groupId(g), group: 1, open: shut ? 0 : 1, label }, position: groupAt.get(groupId(g)), classes: "group" });
+      const bad = g.members.filter((id) => (problems[id] || []).length);
+      const label = shut ? "+" + count + "\n" + first + " … " + last + (bad.length ? "\n" + bad.length + " with problems" : "")
+        : "− fold " + count + " (" + first + " … " + last + ")";
+      want.set(g.id, { group: "nodes", data: { id: g.id, group: 1, open: shut ? 0 : 1, label, problem: shut ? severityOf(bad.flatMap((id) => problems[id])) : "" },
+                       position: centre(g), classes: "group" });
     });
-    // Of the edges into or out of a folded group, one each way is drawn.
-    const end = (id) => (inside.has(id) ? groupId(inside.get(id)) : id);
-    const seen = new Set();
+    const end = (id) => (inside.has(id) ? inside.get(id).id : id);
     edges.forEach((e, key) => {
-      const pair = end(e.from) + "\u0000" + end(e.to);
-      const folded = end(e.from) === end(e.to) || seen.has(pair);
-      seen.add(pair);
-      want.set(key, { group: "edges", data: { id: key, source: e.from, target: e.to, explicit: e.explicit ? 1 : 0, via: (e.via || []).join(", "), folded: folded ? 1 : 0 },
-                      classes: e.explicit ? "" : "implicit" });
+      const a = end(e.from);
+      const b = end(e.to);
+      if (a === b) return;
+      if (a === e.from && b === e.to) {
+        want.set(key, { group: "edges", data: { id: key, source: a, target: b, explicit: e.explicit ? 1 : 0, via: (e.via || []).join(", "), bundle: 0 },
+                        classes: e.explicit ? "" : "implicit" });
+        return;
+      }
+      const id = a + "->" + b;
+      const was = want.get(id);
+      want.set(id, { group: "edges", data: { id, source: a, target: b, explicit: 0, via: "", bundle: (was ? was.data.bundle : 0) + 1 }, classes: "" });
     });
 
     cy.batch(() => {
@@ -298,7 +304,7 @@ export function createEditorGraph(container, options = {}) {
     cy.zoom({ level, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
   }
 
-  const shown = () => cy.nodes().filter((n) => n.visible() && !n.data("inside") && !n.data("open"));
+  const shown = () => cy.nodes().filter((n) => n.visible() && !n.data("open"));
   const selectedSteps = () => cy.nodes(":selected").filter((n) => !n.data("group")).map((n) => n.id());
 
   function inView(node) {
@@ -319,6 +325,7 @@ export function createEditorGraph(container, options = {}) {
 
   function describeEdge(edge) {
     const d = edge.data();
+    if (d.bundle) return "These " + d.bundle + " edge" + (d.bundle === 1 ? "" : "s") + " join a folded group: open it to change one.";
     return d.explicit ? "Edge " + d.source + " → " + d.target + " (depends_on): Delete removes it."
       : "Implicit edge " + d.source + " → " + d.target + ", from " + (d.via || "a reference") + " of " + d.target
         + ": it cannot be deleted as an edge; change that field in the inspector.";
@@ -445,7 +452,7 @@ export function createEditorGraph(container, options = {}) {
   let dropped = null;
   cy.on("dragfree", "node", (e) => {
     const node = e.target;
-    if (node.data("group") || node.data("inside")) return;
+    if (node.data("group")) return;
     const p = node.position();
     pos.set(node.id(), { x: p.x, y: p.y });
     mine[node.id()] = { x: p.x, y: p.y };
@@ -480,7 +487,7 @@ export function createEditorGraph(container, options = {}) {
   function placeBadges() {
     badges.forEach((b, id) => {
       const node = cy.getElementById(id);
-      if (!node.length || !node.visible() || node.data("inside")) { b.hidden = true; return; }
+      if (!node.length || !node.visible()) { b.hidden = true; return; }
       const box = node.renderedBoundingBox({ includeLabels: false, includeOverlays: false, includeUnderlays: false });
       b.hidden = false;
       b.style.transform = "translate(" + (box.x2 - 10) + "px, " + (box.y1 - 8) + "px)";
@@ -492,7 +499,7 @@ export function createEditorGraph(container, options = {}) {
     const sel = cy.nodes(":selected");
     const node = hover && hover.inside() && hover.visible() && !hover.data("group") ? hover
       : sel.length === 1 && !sel.data("group") ? sel : null;
-    if (!node || node.data("inside") || connecting) { if (!connecting) handle.hidden = true; return; }
+    if (!node || connecting) { if (!connecting) handle.hidden = true; return; }
     const box = node.renderedBoundingBox({ includeLabels: false, includeOverlays: false, includeUnderlays: false });
     handle.hidden = false;
     handle.dataset.from = node.id();
