@@ -12,11 +12,15 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from engine.validation import Report
+from engine.edit.merge import merge3way
+from engine.expressions import RESERVED_ROOTS
+from engine.expressions.nodes import FUNCTIONS
+from engine.validation import UNTIL_LOCALS, Report
 from forge.accounts.roles import can
 from forge.audit.services import audit
 from forge.workflows import placements
-from forge.workflows.models import Draft, Workflow, WorkflowVersion
+from forge.governance.models import Agent
+from forge.workflows.models import Draft, StepLibraryEntry, Workflow, WorkflowVersion
 from forge.workflows.services import MAX_SOURCE_BYTES, version_append, workflow_validate
 
 MAX_MESSAGE = WorkflowVersion._meta.get_field("message").max_length
@@ -216,8 +220,6 @@ def _save_next(user, draft: Draft, text: str, message: str, document, base_versi
 
 
 def merge_payload(base: str, latest: WorkflowVersion, mine: str) -> dict:
-    from engine.edit.merge import merge3way  # the patch engine's package, imported where it is used
-
     merged = merge3way(base, latest.source, mine)
     return {"base": base, "theirs": latest.source, "mine": mine, "merged": merged.text, "clean": merged.clean,
             "conflicts": merged.conflicts, "theirs_version": latest.number}
@@ -248,3 +250,10 @@ def text_problems(text: str) -> tuple[list[dict], bool]:
     report = workflow_validate(source=text)
     return problems_json(report), report.valid
 
+
+def completions() -> dict[str, list[str]]:
+    """What the YAML pane completes besides the schema's keys: this installation's agents and library entries, and
+    the names an expression may start with (roots, functions, and the locals of criteria and loops)."""
+    return {"agents": list(Agent.objects.order_by("name").values_list("name", flat=True)),
+            "library": list(StepLibraryEntry.objects.order_by("name").values_list("name", flat=True)),
+            "expressions": sorted(RESERVED_ROOTS) + sorted(FUNCTIONS) + sorted(UNTIL_LOCALS)}

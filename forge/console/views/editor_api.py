@@ -1,9 +1,10 @@
 """The editor's JSON endpoints (/editor/...): every answer is JSON, every refusal `{"error": {"code", "message"}}`
 with its status, and a refused request changes nothing.
 
-Django runs these sync views on one thread under daphne, so each is bounded: the body is at most 2 MiB and is
-refused by its Content-Length before it is read; a text is at most 1 MiB, and the patch engine and the
-validator load it with the bounded loader first, which refuses the format's bombs before anything else sees them.
+Each request is bounded, as its CPU time is shared with every other request of the process (the GIL): the body
+is at most 2 MiB and is refused by its Content-Length before it is read; a text is at most 1 MiB, and the patch
+engine and the validator load it with the bounded loader first, which refuses the format's bombs before anything
+else (ruamel included) sees them.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import JsonResponse, RawPostDataException
 from django.urls import reverse
 
-from engine.expressions import RESERVED_ROOTS
-from engine.expressions.nodes import FUNCTIONS
+from engine.edit import PatchError, apply_patch, copy_steps, outline
+from engine.edit.summary import version_summary
+from engine.schema import lobsterx_schema
 from forge.accounts.roles import can
-from forge.governance.models import Agent
 from forge.workflows import editing, placements
 from forge.workflows.editing import EditRefused
-from forge.workflows.models import StepLibraryEntry, Workflow
+from forge.workflows.models import Workflow
 
 MAX_BODY_BYTES = 2 * 1_048_576
 PREFIX = "/editor/"  # Django's CSRF and 400 pages answer JSON under it (forge/console/views/pages.py)
@@ -92,7 +93,7 @@ def _body(request, keys: dict[str, type | tuple]) -> dict[str, Any]:
         raise EditRefused("bad_request", "the body is a JSON object")
     if set(body) != set(keys):
         unknown, missing = sorted(set(body) - set(keys)), sorted(set(keys) - set(body))
-        said = "; ".join(part for part in (unknown and f"unknown key(s) {', '.join(map(repr, unknown[:5]))}",
+        said = "; ".join(part for part in (unknown and f"unknown key(s) {', '.join(repr(k[:40]) for k in unknown[:5])}",
                                            missing and f"missing key(s) {', '.join(missing)}") if part)
         raise EditRefused("bad_request", f"{said}: the body has exactly {', '.join(sorted(keys))}")
     for key, kind in keys.items():
@@ -112,8 +113,6 @@ def _names(kind) -> str:
 
 def _state(draft, text: str) -> dict[str, Any]:
     """What the page redraws from: validation and the outline of `text`."""
-    from engine.edit import outline  # the patch engine (engine/edit), imported where it is used
-
     problems, valid = editing.text_problems(text)
     return {"problems": problems, "valid": valid, "outline": outline(text), "dirty": editing.dirty(draft)}
 
@@ -123,15 +122,7 @@ def _state(draft, text: str) -> dict[str, Any]:
 
 @endpoint("GET", write=False)
 def schema(request):
-    from engine.schema import lobsterx_schema
-
-    document = lobsterx_schema()
-    document["x-forge"] = {"completions": {
-        "agents": sorted(Agent.objects.values_list("name", flat=True)),
-        "library": list(StepLibraryEntry.objects.order_by("name").values_list("name", flat=True)),
-        "expressions": sorted(RESERVED_ROOTS) + sorted(FUNCTIONS) + ["output", "outputs"],
-    }}
-    return JsonResponse(document)
+    return JsonResponse({**lobsterx_schema(), "x-forge": {"completions": editing.completions()}})
 
 
 @endpoint("GET")
@@ -164,8 +155,6 @@ def diff(request):
         missing = [n for n in numbers if n not in versions]
         raise EditRefused("not_found", f"{workflow.name!r} has no version {missing[0]}", 404)
     old, new = versions[numbers[0]], versions[numbers[1]]
-    from engine.edit.summary import version_summary
-
     text = "".join(difflib.unified_diff(old.source.splitlines(keepends=True), new.source.splitlines(keepends=True),
                                         f"v{old.number}", f"v{new.number}"))
     return JsonResponse({"diff": text, "summary": version_summary(old.source, new.source)})
@@ -193,8 +182,6 @@ def draft_text(request, draft, body: dict):
 @endpoint("POST", keys={"text": str, "revision": int, "op": dict})
 def draft_patch(request, draft, body: dict):
     """A graph or inspector gesture: the patch applied to the page's text (which may be ahead of the draft's)."""
-    from engine.edit import PatchError, apply_patch
-
     text = editing.storable(body["text"], "the text")
     _stale(draft, editing.revision_of(body["revision"]))
     try:
@@ -215,8 +202,6 @@ def draft_patch(request, draft, body: dict):
 
 @endpoint("POST", keys={"text": str, "ids": list})
 def copy(request, body: dict):
-    from engine.edit import PatchError, copy_steps
-
     text = editing.storable(body["text"], "the text")
     ids = body["ids"]
     if not ids or len(ids) > 10_000 or not all(isinstance(i, str) for i in ids):

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from forge.audit.models import AuditEvent
-from forge.workflows.models import Draft, StepLibraryEntry, StepPlacement
+from forge.workflows.models import StepLibraryEntry, StepPlacement
 from tests.typo_workflow import SAID, TYPO
 
 from .conftest import SOURCE, Page, draft_new, draft_open, error_of, url, world_state
