@@ -179,8 +179,12 @@ def draft_save(user, draft: Draft, text: str, message: str, base_version: int | 
                      else _save_next(user, draft, text, message, document, base_version))
             Draft.objects.filter(pk=draft.pk).update(workflow=saved.version.workflow, base_version=saved.version,
                                                      text=text, placements={}, updated_at=timezone.now())
-    except IntegrityError:  # someone made a workflow of this name, or this person's draft of it, meanwhile
+    except IntegrityError:  # someone made a workflow of this name meanwhile, or numbered the same version
+        if draft.workflow_id is None:
+            raise _name_taken(document.name) from None
         raise EditRefused("conflict", "the workflow changed while it was being saved; try again", 409) from None
+    except _Stale as stale:  # merged once the workflow's lock is let go
+        raise SaveConflict(merge_payload(stale.base, stale.latest, text)) from None
     draft.workflow, draft.base_version, draft.text, draft.placements = (saved.version.workflow, saved.version,
                                                                         text, {})
     return saved
@@ -190,13 +194,17 @@ def _save_new(user, draft: Draft, text: str, message: str, document, base_versio
     if base_version is not None:
         raise EditRefused("bad_request", "a workflow not saved yet has no base version: send null")
     if Workflow.objects.filter(name=document.name).exists():
-        raise EditRefused("name_taken", f"a workflow named {document.name!r} exists already; give this one "
-                          "another name, or edit that one", 409)
+        raise _name_taken(document.name)
     workflow = Workflow.objects.create(name=document.name, description=document.description or "", created_by=user)
     version = version_append(user=user, workflow=workflow, source=text, description="", message=message,
                              created=True)
     placements.placements_adopt(user, draft, workflow, text)
     return Saved(version, True)
+
+
+def _name_taken(name: str) -> EditRefused:
+    return EditRefused("name_taken", f"a workflow named {name!r} exists already; give this one another name, or "
+                       "edit that one", 409)
 
 
 def _save_next(user, draft: Draft, text: str, message: str, document, base_version) -> Saved:
@@ -212,11 +220,15 @@ def _save_next(user, draft: Draft, text: str, message: str, document, base_versi
     if text == latest.source:
         return Saved(latest, False)
     if base_version != latest.number:
-        base = workflow.versions.get(number=base_version)
-        raise SaveConflict(merge_payload(base.source, latest, text))
+        raise _Stale(workflow.versions.get(number=base_version).source, latest)
     version = version_append(user=user, workflow=workflow, source=text, description=document.description or "",
                              message=message, created=False)
     return Saved(version, True)
+
+
+class _Stale(Exception):
+    def __init__(self, base: str, latest: WorkflowVersion):
+        self.base, self.latest = base, latest
 
 
 def merge_payload(base: str, latest: WorkflowVersion, mine: str) -> dict:
