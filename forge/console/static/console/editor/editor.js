@@ -331,6 +331,10 @@ function saved(data, text) {
     $(id).textContent = label;
     $(id).hidden = false;
   }
+  const title = document.createElement("a");
+  title.href = page;
+  title.textContent = data.workflow;
+  $("editor-title").replaceChildren("Edit ", title, " ", $("draft-note"));
   $("draft-note").textContent = `draft on v${data.version}`;
   if (location.pathname !== page + "edit/") history.replaceState(null, "", page + "edit/"); // a reload opens its editor
   say(data.created === false ? `Nothing new to save: v${data.version} of ${data.workflow} holds this text.`
@@ -452,7 +456,8 @@ async function start() {
   if (d.latest_version && d.base_version && d.latest_version > d.base_version) {
     say(`v${d.latest_version} was saved since your draft began on v${d.base_version}: saving will show a merge.`);
   }
-  root.dataset.ready = "true"; // for tests and people: the page has loaded the draft
+  window.forgeEditor = { text: () => pane.getText(), state }; // what a test (or a person's console) reads
+  root.dataset.ready = "true"; // the page has loaded the draft
 }
 
 start();

@@ -1,0 +1,210 @@
+"""The workflow editor as people use it, in Chromium against daphne and a real cluster (issue 20): open an example,
+type a bad key and see it in the problems list and the lint gutter, fix it and see it go, save with a message and
+find the version in the history with its diff; make a workflow from blank by clicking, undo and redo across the
+panes, save it and run it to completion; two people save the same workflow and the second merges; a read-only
+person meets no edit control and a 403 at the editor's address."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+WAIT = 30_000  # ms: a busy CI machine validates and saves slowly
+READY = "#editor[data-ready=true]"
+
+
+def source(deployment, workflow: str, number: int | None = None) -> str:
+    """A saved version's text (the latest when no number), as the database holds it."""
+    which = f".get(number={number})" if number else ".order_by('-number').first()"
+    return deployment.query("from forge.workflows.models import WorkflowVersion\n"
+                            f"result = WorkflowVersion.objects.filter(workflow__name={workflow!r}){which}.source")
+
+
+def text(page) -> str:
+    return page.evaluate("() => window.forgeEditor.text()")
+
+
+def open_editor(console, page, workflow: str) -> None:
+    page.goto(f"{console.url}/workflows/{workflow}/")
+    page.click("#edit-link")
+    page.wait_for_selector(READY, timeout=WAIT)
+
+
+def go_to_line(page, line: int) -> None:
+    """The cursor at the start of `line` of the YAML pane, by the keyboard as a person moves it."""
+    page.click(".cm-content")
+    page.keyboard.press("Control+Home")
+    for _ in range(line - 1):
+        page.keyboard.press("ArrowDown")
+    page.keyboard.press("Home")
+
+
+def rewrite_line(page, line: int, new: str) -> None:
+    go_to_line(page, line)
+    page.keyboard.press("Shift+End")
+    page.keyboard.press("Delete")
+    page.keyboard.type(new)
+
+
+def valid(page) -> None:
+    expect(page.locator("#validity")).to_have_text(re.compile(r"^Valid"), timeout=WAIT)
+
+
+def save(page, message: str) -> None:
+    expect(page.locator("#save")).to_be_enabled(timeout=WAIT)
+    page.click("#save")
+    expect(page.locator("#save-dialog")).to_be_visible()
+    page.fill("#save-message", message)
+    page.click("#save-confirm")
+
+
+def line_of(text_: str, start: str) -> int:
+    return next(n for n, line in enumerate(text_.splitlines(), 1) if line.startswith(start))
+
+
+def test_a_bad_key_shows_in_the_list_and_the_gutter_goes_when_fixed_and_the_save_is_in_the_history(console, browser):
+    page = console.login(browser, "olive")
+    open_editor(console, page, "shell_pipeline")
+    original = source(console.deployment, "shell_pipeline")
+    assert text(page) == original
+    valid(page)
+    expect(page.locator("#save")).to_be_disabled()  # nothing to save: the draft is the saved version
+
+    go_to_line(page, original.count("\n") + 1)  # the empty line after the last newline
+    page.keyboard.type("bogus_key: 1")
+    problem = page.locator("#problems button.problem[data-code=unknown_key]")
+    expect(problem).to_have_count(1, timeout=WAIT)
+    bad_line = original.count("\n") + 1
+    expect(problem).to_contain_text(f"line {bad_line}")
+    expect(problem).to_contain_text("bogus_key")
+    expect(page.locator(".cm-gutter-lint .cm-lint-marker-error")).to_have_count(1, timeout=WAIT)
+    expect(page.locator("#validity")).to_have_text(re.compile("not valid"))
+    expect(page.locator("#save")).to_be_disabled()
+    console.shot(page, "editor-bad-key")
+
+    problem.click()  # goes to the line: it is selected, and the Delete key takes it away
+    page.keyboard.press("Delete")
+    expect(page.locator("#problems button.problem")).to_have_count(0, timeout=WAIT)
+    expect(page.locator(".cm-gutter-lint .cm-lint-marker-error")).to_have_count(0, timeout=WAIT)
+    valid(page)
+    assert text(page) == original
+
+    page.keyboard.type("# checked by olive\n")
+    valid(page)
+    save(page, "Say who checked it")
+    expect(page.locator("#save-diff")).to_contain_text("+ # checked by olive")
+    expect(page.locator("#editor-said")).to_have_text(re.compile(r"Saved v2 of shell_pipeline\."), timeout=WAIT)
+    assert source(console.deployment, "shell_pipeline", 2) == original + "# checked by olive\n"  # byte for byte
+    expect(page.locator("#run")).to_have_text("Run v2")
+    console.shot(page, "editor-saved")
+
+    page.click("#editor-said a")  # "See its history"
+    expect(page.locator("#version-diff")).to_have_attribute("data-ready", "true", timeout=WAIT)
+    row = page.locator("#versions tr[data-version='2']")
+    expect(row).to_contain_text("olive")
+    expect(row).to_contain_text("Say who checked it")
+    expect(page.locator("#diff-text .diff-add")).to_contain_text(["+# checked by olive"])
+    console.shot(page, "editor-history")
+
+
+def test_a_workflow_from_blank_by_clicking_undone_and_redone_saved_and_run_to_completion(console, browser):
+    page = console.login(browser, "olive")
+    page.goto(f"{console.url}/workflows/")
+    page.click("#new-workflow")
+    expect(page.locator("#source-blank")).to_be_checked()
+    page.click("text=Open in the editor")
+    page.wait_for_selector(READY, timeout=WAIT)
+    blank = text(page)
+    expect(page.locator("#problems button.problem[data-code=missing_field]")).to_have_count(1, timeout=WAIT)
+
+    page.click("#palette button[data-kind='agent:mock']")  # the new step is chosen: the inspector shows it
+    expect(page.locator("#problems button.problem")).to_have_count(0, timeout=WAIT)
+    assert "- id: mock_1" in text(page)
+    command = page.locator("#inspector [data-path=command]")
+    expect(command).to_be_visible(timeout=WAIT)
+    command.fill("say hello")
+    command.press("Tab")  # a field is committed when it is left
+    page.wait_for_function("() => window.forgeEditor.text().includes('say hello')", timeout=WAIT)
+    with_step = text(page)
+
+    page.click("#undo")  # each gesture is one step of the YAML pane's history, whichever pane made it
+    page.wait_for_function("() => !window.forgeEditor.text().includes('say hello')", timeout=WAIT)
+    assert "- id: mock_1" in text(page)
+    page.click("#undo")
+    page.wait_for_function("(blank) => window.forgeEditor.text() === blank", arg=blank, timeout=WAIT)
+    expect(page.locator("#problems button.problem[data-code=missing_field]")).to_have_count(1, timeout=WAIT)
+    page.locator("h1").click()  # outside every pane and field: the page's own Ctrl-Shift-Z
+    page.keyboard.press("Control+Shift+Z")
+    page.keyboard.press("Control+Shift+Z")
+    page.wait_for_function("(want) => window.forgeEditor.text() === want", arg=with_step, timeout=WAIT)
+    expect(page.locator("#problems button.problem")).to_have_count(0, timeout=WAIT)
+    valid(page)
+    save(page, "First version")
+    expect(page.locator("#save-what")).to_have_text("A new workflow: every line is new.")
+    expect(page.locator("#editor-said")).to_have_text(re.compile(r"Saved v1 of new_workflow\."), timeout=WAIT)
+    assert source(console.deployment, "new_workflow", 1) == text(page)
+    console.shot(page, "editor-new-saved")
+
+    page.click("#run")
+    expect(page.locator("#run-form")).to_be_visible()
+    assert page.url.endswith("/workflows/new_workflow/#run")
+    page.click("#run-form button[type=submit]")
+    page.wait_for_url(re.compile(r"/runs/\d+/$"))
+    run_id = int(page.url.rstrip("/").rsplit("/", 1)[1])
+    assert console.deployment.finished(run_id)["status"] == "completed"
+
+
+def test_the_second_save_merges_and_a_read_only_person_meets_no_edit_control(console, browser):
+    olive, adam = console.login(browser, "olive"), console.login(browser, "adam")
+    open_editor(console, olive, "code_review")
+    open_editor(console, adam, "code_review")
+    original = source(console.deployment, "code_review")
+    line = line_of(original, "description:")
+
+    rewrite_line(olive, line, "description: Olive's words")
+    valid(olive)
+    save(olive, "olive's description")
+    expect(olive.locator("#editor-said")).to_have_text(re.compile(r"Saved v2"), timeout=WAIT)
+
+    rewrite_line(adam, line, "description: Adam's words")
+    first = line_of(original, "# Review a change")
+    go_to_line(adam, first)
+    adam.keyboard.type("# adam was here\n")  # a line nobody else changed: it merges by itself
+    valid(adam)
+    save(adam, "adam's description")
+    merge = adam.locator("#merge")
+    expect(merge).to_be_visible(timeout=WAIT)
+    expect(merge.locator("h2")).to_have_text("v2 was saved since your draft began")
+    expect(merge.locator(".merge-conflict")).to_have_count(1)
+    expect(merge.locator("[data-side=theirs] mark")).to_have_text(["description: Olive's words\n"])
+    expect(merge.locator("[data-side=mine] mark")).to_have_text(["description: Adam's words\n"])
+    console.shot(adam, "editor-merge")
+    merge.locator(".merge-conflict button", has_text="Take theirs").click()
+    merge.locator("#merge-save").click()
+    expect(adam.locator("#editor-said")).to_have_text(re.compile(r"Saved v3 of code_review\."), timeout=WAIT)
+    saved = source(console.deployment, "code_review", 3)
+    assert saved == ("# adam was here\n" + original).replace(
+        original.splitlines()[line - 1], "description: Olive's words")
+    assert text(adam) == saved
+    expect(merge).to_be_hidden()
+
+    april = console.login(browser, "april")
+    april.goto(f"{console.url}/workflows/")
+    expect(april.locator("#workflows")).to_be_visible()
+    expect(april.locator("#new-workflow")).to_have_count(0)
+    april.goto(f"{console.url}/workflows/code_review/")
+    expect(april.locator("#history-link")).to_be_visible()
+    expect(april.locator("#edit-link")).to_have_count(0)
+    response = april.goto(f"{console.url}/workflows/code_review/edit/")
+    assert response.status == 403
+    expect(april.locator(".error-page .reason")).to_have_text("Forge says: You may not edit workflows.")
+    april.goto(f"{console.url}/workflows/code_review/versions/")
+    expect(april.locator("#versions tr[data-version='3']")).to_contain_text("adam's description")
+    expect(april.locator("form.restore")).to_have_count(0)
+    console.shot(april, "editor-read-only-history")
