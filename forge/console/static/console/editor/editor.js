@@ -241,14 +241,10 @@ async function copy(ids) {
   }
 }
 
-let pasteAsked = null;
-function pasteAsk() { // the graph's Ctrl-V: the paste event that follows brings the text; a button has none
-  clearTimeout(pasteAsked);
-  pasteAsked = setTimeout(async () => {
-    let text = "";
-    try { text = await navigator.clipboard.readText(); } catch { /* closed: this page's own copy */ }
-    paste(text || state.clipboard);
-  }, 50);
+async function pasteAsk() { // the graph's Ctrl-V or Paste button: the system clipboard if the browser opens it
+  let text = "";
+  try { text = await navigator.clipboard.readText(); } catch { /* closed: this page's own copy */ }
+  paste(text || state.clipboard);
 }
 
 function paste(yaml) {
@@ -404,11 +400,6 @@ function bindKeys() {
     if (pane.view?.dom.contains(event.target) || event.target.closest?.("input, textarea, select, [contenteditable]")) return;
     event.preventDefault();
     redo ? pane.redo() : pane.undo();
-  });
-  $("graph").addEventListener("paste", (event) => {
-    clearTimeout(pasteAsked);
-    event.preventDefault();
-    paste(event.clipboardData.getData("text/plain") || state.clipboard);
   });
   // Text typed but not yet sent goes with the page as it closes, so a reload finds it in the draft.
   window.addEventListener("pagehide", () => {
