@@ -104,6 +104,12 @@ def test_two_people_change_the_same_line_and_the_merge_lists_the_conflict(operat
     assert (conflict["theirs"], conflict["mine"]) == ("    command: say hi\n", "    command: say howdy\n")
     assert "<<<<<<< theirs" in merge["merged"]
     assert greeter.versions.count() == 2
+    marked = save(adam, adam_draft, merge["merged"], merge["theirs_version"], revision=2)  # unresolved: not YAML
+    assert marked.status_code == 400 and error_of(marked) == "invalid" and greeter.versions.count() == 2
+    resolved = SOURCE.replace("say hello", "say howdy")  # adam keeps his line
+    assert save(adam, adam_draft, resolved, merge["theirs_version"], "kept howdy", revision=3).status_code == 201
+    assert [(v.number, v.source, v.message) for v in greeter.versions.order_by("number")][1:] == [
+        (2, SOURCE.replace("say hello", "say hi"), "said why"), (3, resolved, "kept howdy")]
 
 
 def test_a_new_workflow_is_created_at_its_first_save_with_its_placements(operator):
