@@ -27,6 +27,8 @@ class Editor:
         self.splices: list[tuple[int, int, str]] = []
         self.layout = render.Layout(source.map_indent(), source.seq_offset(), source.newline)
         self._parents: dict[int, tuple[Node | None, Any, tuple]] | None = None
+        self._pending: dict[int, Node] = {}  # aliases to write out at the end, unless replaced meanwhile
+        self._handled: set[int] = set()
 
     # -- splices -----------------------------------------------------------
 
@@ -35,6 +37,7 @@ class Editor:
 
     def finish(self, expected: Any, renamed: dict | None = None) -> Patched:
         """Apply the splices, check the result loads to `expected` (the document's new values)."""
+        self.flush()
         ordered = sorted(self.splices, key=lambda s: (s[0], s[1]))
         out: list[str] = []
         index = 0
@@ -104,7 +107,18 @@ class Editor:
         return value
 
     def expand(self, alias: Node) -> None:
-        """Write the anchored value in place of `*name` (the alias's readers keep their value)."""
+        """Write the anchored value in place of `*name` (the alias's readers keep their value); done in
+        `flush`, so a patch that rewrites that alias itself wins."""
+        if id(alias) not in self._handled:
+            self._pending[id(alias)] = alias
+
+    def flush(self) -> None:
+        while self._pending:
+            _, alias = self._pending.popitem()
+            self._expand_now(alias)
+
+    def _expand_now(self, alias: Node) -> None:
+        self._handled.add(id(alias))
         parent, slot, path = self.parents()[id(alias)]
         value = plain_copy(self.value_at(path))
         target = alias.target
@@ -114,13 +128,34 @@ class Editor:
                 return
             except ValueError:
                 pass
-        self.replace(alias, parent, slot, value)
+        self.replace(alias, parent, slot, value, protect=False)
+
+    def protect(self, node: Node) -> None:
+        """Before a node's text changes: the aliases of it, or of an anchored node holding it, would change
+        with it, so they get their value written out first (only the patched place changes)."""
+        if not self.source.has_anchors:
+            return
+        parents = self.parents()
+        chain = []
+        current: Node | None = node
+        while current is not None:
+            if current.anchor is not None:
+                chain.append(current)
+            entry = parents.get(id(current))
+            current = entry[0] if entry else None
+        for alias in self.aliases_of(chain):
+            self.expand(alias)
 
     # -- edits -----------------------------------------------------------------
 
-    def replace(self, node: Node, parent: Node, slot: Any, value: Any, block_style: str | None = None) -> None:
+    def replace(self, node: Node, parent: Node, slot: Any, value: Any, block_style: str | None = None,
+                protect: bool = True) -> None:
         """Replace a node's value; a scalar keeps its quoting, a flow collection stays on its line when the
         new value fits there, anything else is rendered as a block in the file's indentation."""
+        if protect:
+            self.protect(node)
+        self._handled.add(id(node))
+        self._pending.pop(id(node), None)
         src = self.source
         style = node.style if node.kind == "scalar" else ""
         collection = isinstance(value, (dict, list))
@@ -145,7 +180,7 @@ class Editor:
                                 block_style if block_style is not None else style)
             start = key.start
         else:
-            dash = self.text.rfind("-", src.line_start(node.start), node.start)
+            dash = src.dash(node)
             if dash < 0:
                 raise PatchError("bad_path", "that list item cannot be rewritten here")
             text = render.sequence_item(value, src.column(dash), self.layout)[src.column(dash):]
@@ -163,6 +198,7 @@ class Editor:
 
     def add_entry(self, mapping: Node, key: str, value: Any) -> None:
         """Append `key: value` to a mapping."""
+        self.protect(mapping)
         src = self.source
         if mapping.flow:
             try:
@@ -182,6 +218,7 @@ class Editor:
         self.splice(where, where, text)
 
     def remove_entry(self, mapping: Node, pair: tuple) -> None:
+        self.protect(pair[1])
         src = self.source
         key, value = pair
         position = mapping.items.index(pair)
@@ -203,13 +240,14 @@ class Editor:
         self.splice(line, src.line_end(value.content_end()), "")
 
     def append_item(self, sequence: Node, value: Any) -> None:
+        self.protect(sequence)
         src = self.source
         if sequence.flow:
             close = sequence.end - 1
             self.splice(close, close, (", " if sequence.items else "") + render.inline(value))
             return
         first = sequence.items[0]
-        dash = self.text.rfind("-", src.line_start(first.start), first.start + 1)
+        dash = src.dash(first)
         where = src.line_end(sequence.content_end())
         text = render.sequence_item(value, src.column(dash), self.layout)
         if where == len(self.text) and self.text and not self.text.endswith("\n"):
@@ -218,6 +256,8 @@ class Editor:
 
     def remove_items(self, sequence: Node, positions: list[int]) -> None:
         """Remove some items of a list that keeps at least one."""
+        for k in positions:
+            self.protect(sequence.items[k])
         src = self.source
         keep = [k for k in range(len(sequence.items)) if k not in positions]
         if sequence.flow:
@@ -226,7 +266,7 @@ class Editor:
             return
         for k in positions:
             item = sequence.items[k]
-            dash = self.text.rfind("-", src.line_start(item.start), item.start + 1)
+            dash = src.dash(item)
             if src.text[src.line_start(dash):dash].strip(" "):
                 raise PatchError("bad_path", "that list item shares its line; edit the text")
             self.splice(src.line_start(dash), src.line_end(item.content_end()), "")

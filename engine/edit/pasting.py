@@ -42,6 +42,7 @@ def copy_steps(text: str, ids: list[str]) -> str:
             elif current.kind == "seq":
                 stack.extend(current.items)
         inside.append(span)
+    editor.flush()
     blocks = []
     for start, end in spans:
         block = source.text[start:end]

@@ -149,13 +149,6 @@ def _nested(path: list, value: Any) -> Any:
     return value
 
 
-def _anchored_on_path(editor: Editor, nodes: list, outside: tuple[int, int]) -> None:
-    """An anchored node this edit goes through: expand its aliases elsewhere first, so only this step
-    changes."""
-    for alias in editor.aliases_of(nodes, outside):
-        editor.expand(alias)
-
-
 def field_set(source: Source, op: dict) -> Patched:
     path = _check_path(op["path"])
     value = check_value(op["value"])
@@ -166,7 +159,6 @@ def field_set(source: Source, op: dict) -> Patched:
     expected = plain_copy(source.value)
     _assign(expected, list(prefix) + path, plain_copy(value))
     node, parent, slot = root, None, None
-    walked = [root]
     for k, part in enumerate(path):
         rest = path[k + 1:]
         if node.kind == "alias":  # reached through an alias: write this copy out, changed, in this place only
@@ -177,7 +169,6 @@ def field_set(source: Source, op: dict) -> Patched:
         if node.kind == "map" and isinstance(part, str):
             pair = node.get(part)
             if pair is None:
-                _anchored_on_path(editor, walked, (root.start, root.content_end()))
                 if node is source.root and source.steps_pair is not None and not node.flow:
                     _insert_before_steps(source, editor, part, _nested(rest, value))
                 else:
@@ -186,7 +177,6 @@ def field_set(source: Source, op: dict) -> Patched:
             parent, slot, node = node, pair, pair[1]
         elif node.kind == "seq" and isinstance(part, int):
             if part == len(node.items) and node.items:
-                _anchored_on_path(editor, walked, (root.start, root.content_end()))
                 editor.append_item(node, _nested(rest, value))
                 return editor.finish(expected)
             if part >= len(node.items):
@@ -194,14 +184,11 @@ def field_set(source: Source, op: dict) -> Patched:
             parent, slot, node = node, part, node.items[part]
         elif node.kind == "scalar" and node.value in ("", "~", "null", "Null", "NULL") and not node.style \
                 and parent is not None:
-            _anchored_on_path(editor, walked, (root.start, root.content_end()))
             editor.replace(node, parent, slot, _nested(path[k:], value))
             return editor.finish(expected)
         else:
             where = ".".join(str(p) for p in path[:k]) or "the step"
             raise PatchError("bad_path", f"{where} has no place for {part!r}")
-        walked.append(node)
-    _anchored_on_path(editor, walked, (root.start, root.content_end()))
     editor.replace(node, parent, slot, value)
     return editor.finish(expected)
 
@@ -260,7 +247,6 @@ def field_unset(source: Source, op: dict) -> Patched:
     root, prefix = _container(source, step_id)
     editor = Editor(source)
     node, parent, slot = root, None, None
-    walked = [root]
     value = editor.value_at(prefix)
     for part in path:
         if node.kind == "alias":
@@ -277,11 +263,7 @@ def field_unset(source: Source, op: dict) -> Patched:
             parent, slot, node = node, part, node.items[part]
         else:
             return Patched(source.bom + source.text, [], {})  # already absent: nothing to do
-        walked.append(node)
         value = value[part]
-    _anchored_on_path(editor, walked, (root.start, root.content_end()))
-    for alias in editor.aliases_of([node]):  # the node goes: aliases elsewhere keep its value
-        editor.expand(alias)
     expected = plain_copy(source.value)
     _remove(expected, list(prefix) + path)
     if parent.kind == "map":

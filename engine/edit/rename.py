@@ -8,9 +8,10 @@ value (escapes), the scalar is rendered again in its style.
 
 from __future__ import annotations
 
+import copy
 import re
 
-from engine.edit.editor import Editor, plain_copy
+from engine.edit.editor import Editor
 from engine.edit.errors import PatchError, Patched
 from engine.edit.references import Ref, step_refs
 from engine.edit.source import Source
@@ -42,7 +43,7 @@ def rename(source: Source, op: dict) -> Patched:
         raise PatchError("bad_path", f"step {old!r} has its id where it cannot be rewritten")
     hits = reference_hits(source, {old: new})
     hits.setdefault(id(id_pair[1]), (id_pair[1], old, []))[2].append((None, old, new))
-    expected = plain_copy(source.value)
+    expected = copy.deepcopy(source.value)  # shared as the text shares it: an anchored list changes for its aliases
     rewrite_all(editor, hits, expected)
     return editor.finish(expected)
 
@@ -120,7 +121,7 @@ def _rewrite(editor: Editor, source: Source, node: Node, value: str, hits: list)
             editor.splice(*splice)
     else:  # escapes stand between the text and the value: write the scalar again, in its style
         parent, slot, _ = editor.parents()[id(node)]
-        editor.replace(node, parent, slot, new_value)
+        editor.replace(node, parent, slot, new_value, protect=False)
     return new_value
 
 

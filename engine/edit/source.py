@@ -38,6 +38,7 @@ class Source:
         self.bom = BOM if text.startswith(BOM) else ""
         self.text = text[len(self.bom):]
         self.value: dict = self.loaded.value
+        self.has_anchors = "&" in self.text
         self.newline = "\r\n" if self.text.count("\r\n") * 2 > self.text.count("\n") else "\n"
         self.root = spans.build(self.text)
         pair = self.root.get("steps") if self.root is not None and self.root.kind == "map" else None
@@ -72,6 +73,13 @@ class Source:
         line = self.text[start:end].strip(" \t\r\n")
         return not line or line.startswith("#")
 
+    def dash(self, node) -> int:
+        """The index of the `-` that introduces a block list item (it may stand on a line of its own), or -1."""
+        i = node.start - 1
+        while i >= 0 and self.text[i] in " \t\r\n":
+            i -= 1
+        return i if i >= 0 and self.text[i] == "-" else -1
+
     # -- steps -------------------------------------------------------------
 
     def step_position(self, step_id: str) -> int:
@@ -91,7 +99,8 @@ class Source:
     def item_span(self, i: int) -> tuple[int, int]:
         """Step i's lines: its comment lines just above it, its dash line, to the end of its last line."""
         node = self.step_nodes[i]
-        start = self.line_start(node.start)
+        dash = self.dash(node)
+        start = self.line_start(dash if dash >= 0 else node.start)
         while start > 0:
             above = self.line_start(start - 1)
             line = self.text[above:start].strip(" \t\r\n")
@@ -103,8 +112,7 @@ class Source:
     def dash_column(self) -> int:
         """The column of the steps' dashes (2 when there is no block list yet)."""
         if self.block_steps() and self.step_nodes:
-            node = self.step_nodes[0]
-            dash = self.text.rfind("-", self.line_start(node.start), node.start)
+            dash = self.dash(self.step_nodes[0])
             if dash >= 0:
                 return self.column(dash)
         return 2
@@ -113,9 +121,9 @@ class Source:
         """Columns from a step's dash to its keys (`- id:` is 2)."""
         if self.block_steps() and self.step_nodes:
             node = self.step_nodes[0]
-            dash = self.text.rfind("-", self.line_start(node.start), node.start)
-            if dash >= 0 and node.kind == "map" and not node.flow:
-                return max(2, node.items[0][0].start - dash) if self.line_start(node.start) <= dash else 2
+            dash = self.dash(node)
+            if dash >= 0 and node.kind == "map" and not node.flow and self.line_start(node.start) <= dash:
+                return max(2, node.items[0][0].start - dash)
         return 2
 
     def map_indent(self) -> int:
@@ -137,7 +145,7 @@ class Source:
                 continue
             for key, value in node.items:
                 if value.kind == "seq" and not value.flow and value.items:
-                    dash = self.text.rfind("-", self.line_start(value.start), value.start + 1)
+                    dash = self.dash(value.items[0])
                     if dash >= 0:
                         return max(0, self.column(dash) - self.column(key.start))
         return self.dash_column() - (self.column(self.steps_pair[0].start) if self.steps_pair else 0)
