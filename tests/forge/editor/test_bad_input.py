@@ -4,6 +4,7 @@ who may not edit, a stale revision."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -86,6 +87,15 @@ def test_a_20_mib_form_body_read_before_the_view_is_413_json(operator, draft):
     before = world_state()
     response = page.client.post(url("editor_text", draft), "text=" + "x" * (20 * 1_048_576),
                                 content_type="application/x-www-form-urlencoded", HTTP_X_CSRFTOKEN=page.token)
+    assert (response.status_code, error_of(response)) == (413, "too_large")
+    assert world_state() == before
+
+
+def test_a_20_mib_upload_is_413_json(operator, draft):
+    page = Page(operator)
+    before = world_state()
+    response = page.client.post(url("editor_text", draft), {"text": io.BytesIO(b"x" * (20 * 1_048_576))},
+                                HTTP_X_CSRFTOKEN=page.token)
     assert (response.status_code, error_of(response)) == (413, "too_large")
     assert world_state() == before
 
