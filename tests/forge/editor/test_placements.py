@@ -77,3 +77,15 @@ def test_a_draft_whose_text_does_not_load_places_nothing(operator, greeter):
     response = page.post(url("editor_placements", draft), {"positions": {"hello": {"x": 1, "y": 2}}})
     assert (response.status_code, error_of(response)) == (400, "not_parsed")
     assert not StepPlacement.objects.exists()
+
+
+def test_past_the_bound_the_places_of_steps_the_workflow_no_longer_has_are_forgotten(operator, greeter,
+                                                                                    monkeypatch):
+    from forge.workflows import placements
+    monkeypatch.setattr(placements, "MAX_ROWS", 3)
+    for gone in ("old_one", "old_two"):  # steps of an earlier version, renamed or removed since
+        StepPlacement.objects.create(workflow=greeter, step_id=gone, x=0, y=0)
+    page, draft = Page(operator), draft_open(operator, greeter)
+    page.post(url("editor_placements", draft), {"positions": {"hello": {"x": 1, "y": 1}, "done": {"x": 2, "y": 2}}})
+    assert sorted(StepPlacement.objects.filter(workflow=greeter).values_list("step_id", flat=True)) == [
+        "done", "hello"]
