@@ -15,6 +15,7 @@ from django.utils import timezone
 from engine.validation import STEP_ID
 from engine.yamlload import YamlLoadError, load
 from forge.audit.services import audit
+from forge.workflows import layouts
 from forge.workflows.layouts import LIMIT, _coordinate as coordinate
 from forge.workflows.models import Draft, StepPlacement, Workflow
 
@@ -33,12 +34,9 @@ def step_ids(text: str) -> list[str] | None:
     return [step["id"] for step in steps if isinstance(step, dict) and isinstance(step.get("id"), str)]
 
 
-def placements_of(workflow: Workflow | None, draft: Draft | None = None) -> dict[str, dict[str, float]]:
-    """step id -> {"x", "y"}: the workflow's rows, or for a workflow not saved yet its draft's."""
-    if workflow is None:
-        return dict(draft.placements) if draft is not None else {}
-    return {step: {"x": x, "y": y} for step, x, y in
-            StepPlacement.objects.filter(workflow=workflow).values_list("step_id", "x", "y")}
+def draft_placements(draft: Draft) -> dict[str, dict[str, float]]:
+    """step id -> {"x", "y"} for the draft's graph: its workflow's, or for a workflow not saved yet its own."""
+    return layouts.placements_of(draft.workflow_id) if draft.workflow_id else dict(draft.placements)
 
 
 class PlacementRefused(ValueError):

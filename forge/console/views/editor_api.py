@@ -133,7 +133,7 @@ def draft_read(request, draft):
         "workflow": draft.workflow.name if draft.workflow_id else None,
         "base_version": draft.base_version.number if draft.base_version else None,
         "latest_version": latest.number if latest else None,
-        "placements": placements.placements_of(draft.workflow, draft), **_state(draft, draft.text)})
+        "placements": placements.draft_placements(draft), **_state(draft, draft.text)})
 
 
 @endpoint("GET", write=False)
