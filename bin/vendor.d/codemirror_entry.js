@@ -21,4 +21,4 @@ export {
   completionStatus, acceptCompletion,
 } from "@codemirror/autocomplete";
 export { linter, lintGutter, lintKeymap, forceLinting, diagnosticCount, forEachDiagnostic } from "@codemirror/lint";
-export { yaml } from "@codemirror/lang-yaml";
+export { yaml, yamlLanguage } from "@codemirror/lang-yaml";

@@ -86,6 +86,7 @@ export function createEditorGraph(container, options = {}) {
   let badges = new Map(); // id -> badge element
   let hover = null;
   let layoutAsked = 0;
+  let lastShape = "";
   let elk = null;
   const big = () => steps.size > 300;
 
@@ -139,16 +140,23 @@ export function createEditorGraph(container, options = {}) {
     groups.forEach((g) => { g.id = groupId(g); }); // a group keeps its id (its first step) from one outline to the next
     Object.keys(mine).forEach((id) => { if (!steps.has(id) || samePlace(placed[id], mine[id])) delete mine[id]; });
 
-    arrange(first, first);
+    // A step or an edge added or removed: ELK lays out again every step nobody placed, so the editor shows what the
+    // workflow page will draw; placed steps stay, and the rest stay put while only fields change.
+    const shapeNow = nodes.map((n) => n.id + "<" + n.deps.join(",")).join(";");
+    const reshaped = shapeNow !== lastShape;
+    lastShape = shapeNow;
+    arrange(first, first, reshaped);
   }
 
   // Place what has no place, draw, and ask ELK for the fresh places. `all`: every unplaced step is laid out again
   // (a first draw, a group opened or folded: the graph as drawn changed its shape).
-  function arrange(all, fitting) {
+  function arrange(all, fitting, again = false) {
     const fresh = position(all);
     draw();
     if (fitting) fitFirst();
-    if (fresh.length) layOut(fresh, fitting);
+    const at = placements();
+    const lay = again ? shape().map((n) => n.id).filter((id) => !at[id]) : fresh;
+    if (lay.length) layOut(lay, fitting);
     badgesNow();
   }
 

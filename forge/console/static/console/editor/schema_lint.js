@@ -176,16 +176,130 @@ function valueOf(node) {
 
 // --- the lint ----------------------------------------------------------------------------------------------
 
-// Diagnostics for the document (a CodeMirror Text) whose Lezer YAML tree is `tree`, against JSON Schema `root`.
-export function schemaDiagnostics(tree, doc, root) {
+// The lint reads the text in pieces: each top-level key's block, and each item of a block-style `steps` list,
+// parsed on its own (Lezer's YAML parser reuses little of an old tree after an edit: a whole 1,000-step text
+// costs some 50 ms to reparse, one step a fraction of one). A piece's diagnostics are kept by its text, so a
+// keystroke re-checks the one piece it changed. A text the pieces cannot follow (a root that is not a block
+// mapping, several documents, `steps` in flow style) is checked whole.
+export function lintCache() {
+  return { previous: new Map(), current: new Map() };
+}
+
+const SLICE_MS = 12; // work between two pauses of a long lint (a big text just opened): no long task
+
+// Diagnostics of `text` against JSON Schema `root`; `parser` is Lezer's YAML parser. `pause()`, when given,
+// is awaited every SLICE_MS of work and answers true when the lint should stop (the text changed meanwhile);
+// then the result is null.
+export async function lintText(text, root, parser, cache = lintCache(), pause = null) {
+  cache.previous = cache.current;
+  cache.current = new Map();
+  if (!root) return [];
+  let sliceStart = performance.now();
+  const pieces = splitPieces(text);
+  if (!pieces) {
+    const parse = parser.startParse(text);
+    let tree;
+    while (!(tree = parse.advance())) {
+      if (pause && performance.now() - sliceStart > SLICE_MS) {
+        if (await pause()) return null;
+        sliceStart = performance.now();
+      }
+    }
+    return walk(text, tree, root, "whole");
+  }
   const out = [];
+  const keys = new Set();
+  for (const piece of pieces) {
+    if (piece.key !== undefined) keys.add(piece.key);
+    if (piece.kind === "head") continue; // `steps:` itself: its items are pieces of their own
+    if (pause && performance.now() - sliceStart > SLICE_MS) {
+      if (await pause()) return null;
+      sliceStart = performance.now();
+    }
+    const body = text.slice(piece.from, piece.to);
+    const key = `${piece.kind}\u0000${body}`;
+    let said = cache.previous.get(key) ?? cache.current.get(key);
+    if (!said) said = walk(body, parser.parse(body), root, piece.kind);
+    cache.current.set(key, said);
+    for (const d of said) out.push({ ...d, from: d.from + piece.from, to: d.to + piece.from });
+    if (out.length >= MAX_DIAGNOSTICS) return out.slice(0, MAX_DIAGNOSTICS);
+  }
+  const missing = [...new Set(branches(root, root).flatMap((s) => s.required || []))].filter((k) => !keys.has(k));
+  if (missing.length) {
+    const at = pieces.length ? pieces[0].from : 0;
+    const end = text.indexOf("\n", at);
+    out.push({ from: at, to: end < 0 ? text.length : end, severity: "error", source: "schema.missing_key",
+      message: `the document lacks ${missing.map((k) => `\`${k}\``).join(", ")}` });
+  }
+  return out;
+}
+
+const TOP_KEY = /^([^\s#\-?:[{!&*|>'"%@`][^:#]*?|"[^"]*"|'[^']*')[ \t]*:(?:[ \t]|$)/;
+
+// The pieces of a text: [{kind: "key"|"head"|"step", from, to, key?}] in order, or null when the text is not
+// a block mapping with block-style steps that the pieces can follow.
+function splitPieces(text) {
+  const pieces = [];
+  let current = null;
+  let inSteps = false;
+  let itemIndent = -1;
+  const close = (at) => {
+    if (current) pieces.push({ ...current, to: at });
+    current = null;
+  };
+  for (let start = 0; start < text.length;) {
+    const newline = text.indexOf("\n", start);
+    const end = newline < 0 ? text.length : newline;
+    const next = newline < 0 ? text.length : newline + 1;
+    const first = text.charCodeAt(start);
+    const line = text.slice(start, end);
+    const content = /^[ \t]*(\S)/.exec(line);
+    if (!content || content[1] === "#") { start = next; continue; } // blank or comment: the piece goes on
+    if (/^(?:---|\.\.\.|%)/.test(line) || first === 9) return null; // several documents, directives, a tab
+    if (first !== 32 && first !== 45) {  // a top-level key
+      const match = TOP_KEY.exec(line);
+      if (!match) return null;
+      close(start);
+      const key = match[1].replace(/^(["'])(.*)\1$/, "$2");
+      inSteps = key === "steps" && /^[ \t]*(?:#.*)?$/.test(line.slice(match[0].length));
+      itemIndent = -1;
+      current = { kind: inSteps ? "head" : "key", from: start, key };
+    } else if (inSteps) {
+      const item = /^( *)-(?:[ \t]|$)/.exec(line);
+      if (item && itemIndent < 0) itemIndent = item[1].length;
+      if (item && item[1].length === itemIndent) {
+        close(start);
+        current = { kind: "step", from: start };
+      } else if (!current || (current.kind === "head" && !item)) {
+        return null; // the steps' block is not a list of items
+      }
+    } else if (first === 45 || !current) {
+      return null; // a root list, or text before the first key
+    }
+    start = next;
+  }
+  close(text.length);
+  return pieces;
+}
+
+// The diagnostics of `text` parsed as `tree`: a whole document, a top-level key's block ("key"), or one step
+// written as a one-item list ("step").
+function walk(text, tree, root, kind) {
+  const out = [];
+  const src = { sliceString: (from, to) => text.slice(from, to) };
   const say = (from, to, code, message, severity = "error") => {
     if (out.length < MAX_DIAGNOSTICS) out.push({ from, to, severity, source: code, message });
   };
   const topDocument = tree.topNode.getChild("Document");
-  if (!topDocument || !root) return out;
-  const body = valueOf(topDocument);
-  if (body) check(body, root, 0, "the document");
+  const body = topDocument && valueOf(topDocument);
+  if (!body) return out;
+  if (kind === "whole") check(body, root, 0, "the document");
+  else if (kind === "key") mapping(body, root, 0, "the document", false);
+  else if (body.name === "BlockSequence") {
+    const item = body.getChild("Item");
+    const value = item && valueOf(item);
+    if (value) check(value, itemsSchema(root, propertySchema(root, root, "steps") ?? {}), 1, "a step");
+  }
   return out;
 
   function check(node, schema, depth, where) {
@@ -193,16 +307,16 @@ export function schemaDiagnostics(tree, doc, root) {
     const alternatives = branches(root, schema);
     if (!alternatives.length || alternatives.some((s) => !typesOf(s) && !s.enum && s.const === undefined)) return;
     if (node.name === "Tagged" || node.name === "Alias") return; // the server reports tags; aliases are resolved there
-    if (node.name === "BlockMapping" || node.name === "FlowMapping") return mapping(node, schema, depth, where);
+    if (node.name === "BlockMapping" || node.name === "FlowMapping") return mapping(node, schema, depth, where, true);
     if (node.name === "BlockSequence" || node.name === "FlowSequence") return sequence(node, schema, depth, where);
-    const kind = scalarKind(doc, node);
+    const kind = scalarKind(src, node);
     if (kind === null) return;
     const fits = alternatives.filter((s) => accepts(s, kind) || (kind === "null" && !typesOf(s)));
     if (!fits.length) {
       const wanted = alternatives.flatMap((s) => typesOf(s) || []);
       return say(node.from, node.to, "schema.bad_type", `${where} must be ${describe(wanted)}`);
     }
-    const value = scalarValue(doc, node, kind);
+    const value = scalarValue(src, node, kind);
     const choices = fits.flatMap((s) => s.enum ?? (s.const !== undefined ? [s.const] : null) ?? [undefined]);
     if (!choices.includes(undefined) && !choices.includes(value)) {
       return say(node.from, node.to, "schema.bad_value",
@@ -225,7 +339,7 @@ export function schemaDiagnostics(tree, doc, root) {
     return null;
   }
 
-  function mapping(node, schema, depth, where) {
+  function mapping(node, schema, depth, where, whole) {
     if (!branches(root, schema).some((s) => accepts(s, "object"))) {
       const wanted = branches(root, schema).flatMap((s) => typesOf(s) || []);
       return say(node.from, firstLineEnd(node), "schema.bad_type", `${where} must be ${describe(wanted)}, not a mapping`);
@@ -235,7 +349,7 @@ export function schemaDiagnostics(tree, doc, root) {
     for (let pair = node.firstChild; pair; pair = pair.nextSibling) {
       if (pair.name !== "Pair") continue;
       const keyNode = pair.getChild("Key");
-      const key = keyText(doc, keyNode);
+      const key = keyText(src, keyNode);
       if (key === null) continue;
       if (key === "<<") { merges = true; continue; }
       seen.add(key);
@@ -247,10 +361,10 @@ export function schemaDiagnostics(tree, doc, root) {
       const value = valueOf(pair);
       const label = `\`${key}\``;
       if (value) check(value, sub, depth + 1, label);
-      else if (!pair.getChild(":")) continue; // a key still being typed: the unknown-key check said enough
-      else check(emptyValue(pair), sub, depth + 1, label);
+      else if (pair.getChild(":")) check({ name: "Literal", from: pair.to, to: pair.to }, sub, depth + 1, label);
+      // else a key still being typed: the unknown-key check said enough
     }
-    if (merges) return; // what `<<` brings in is known to the server only
+    if (merges || !whole) return; // what `<<` brings in is known to the server only
     const required = new Set();
     for (const s of branches(root, schema)) for (const key of s.required || []) required.add(key);
     const missing = [...required].filter((key) => !seen.has(key));
@@ -281,11 +395,8 @@ export function schemaDiagnostics(tree, doc, root) {
   }
 
   function firstLineEnd(node) {
-    return Math.min(node.to, doc.lineAt(node.from).to);
-  }
-
-  function emptyValue(pair) {
-    return { name: "Literal", from: pair.to, to: pair.to };
+    const end = text.indexOf("\n", node.from);
+    return Math.min(node.to, end < 0 ? text.length : end);
   }
 }
 

@@ -6,16 +6,16 @@ import {
   EditorView, EditorState, StateField, StateEffect, Compartment, keymap, lineNumbers, highlightActiveLineGutter,
   highlightSpecialChars, drawSelection, dropCursor, rectangularSelection, crosshairCursor, highlightActiveLine,
   foldGutter, foldKeymap, indentOnInput, syntaxHighlighting, defaultHighlightStyle, bracketMatching,
-  ensureSyntaxTree, indentUnit, history, historyKeymap, defaultKeymap, indentWithTab, undo, redo, search,
+  indentUnit, history, historyKeymap, defaultKeymap, indentWithTab, undo, redo, search,
   searchKeymap, highlightSelectionMatches, autocompletion, completionKeymap, closeBrackets, closeBracketsKeymap,
-  linter, lintGutter, lintKeymap, forceLinting, yaml,
+  linter, lintGutter, lintKeymap, forceLinting, yaml, yamlLanguage,
 } from "../../vendor/codemirror/codemirror.js";
-import { schemaDiagnostics } from "./schema_lint.js";
+import { lintCache, lintText } from "./schema_lint.js";
 import { yamlCompletions } from "./yaml_complete.js";
 
 const HISTORY_DEPTH = 200; // the issue asks for at least 100 undo steps
 const LINT_DELAY_MS = 120; // after the last keystroke; the lint itself answers in well under 50 ms
-const PARSE_BUDGET_MS = 40; // a text too big to parse this fast is left to the server's problems
+const MAX_LINT_CHARS = 1_048_576; // engine/yamlload.py's bound: past it only the server's problem shows
 
 // The pane fills its parent (give the parent a height). The lint's own marks are data: SVG images, which the
 // console's policy refuses (img-src falls back to 'self'): they are drawn in CSS instead.
@@ -66,20 +66,33 @@ function pageNonce() {
 export function createYamlPane(parent, { text = "", schema = null, readOnly = false, nonce = pageNonce(),
   onChange = () => {}, onCursorStep = () => {} } = {}) {
   let currentSchema = schema;
+  let pieces = lintCache();
   let lists = { agents: [], library: [], expressions: [], stepIds: [] };
   let cursorStep;
   let quietSelection = false; // selectLines moves the cursor for the graph: no onCursorStep back to it
-  const lintStats = { last: 0, max: 0, runs: 0 };
+  const lintStats = { last: 0, max: 0, runs: 0, longestSlice: 0 }; // ms, for the bench
   const editable = new Compartment();
 
-  function lintSource(view) {
-    const started = performance.now();
+  // The schema lint, then the server's problems. A long run (a big text just opened) pauses between slices of
+  // work and stops when the text changes meanwhile (CodeMirror drops a stale answer anyway).
+  async function lintSource(view) {
     const { state } = view;
-    const tree = currentSchema ? ensureSyntaxTree(state, state.doc.length, PARSE_BUDGET_MS) : null;
-    const found = tree ? schemaDiagnostics(tree, state.doc, currentSchema) : [];
+    const started = performance.now();
+    let sliceFrom = started;
+    let busiest = 0;
+    const pause = async () => {
+      busiest = Math.max(busiest, performance.now() - sliceFrom);
+      await new Promise((resume) => setTimeout(resume, 0));
+      sliceFrom = performance.now();
+      return view.state.doc !== state.doc;
+    };
+    const lint = currentSchema && state.doc.length <= MAX_LINT_CHARS;
+    const found = lint ? await lintText(state.doc.toString(), currentSchema, yamlLanguage.parser, pieces, pause) : [];
     const took = performance.now() - started;
-    Object.assign(lintStats, { last: took, max: Math.max(lintStats.max, took), runs: lintStats.runs + 1 });
-    return found.concat(state.field(serverProblems));
+    busiest = Math.max(busiest, performance.now() - sliceFrom);
+    Object.assign(lintStats, { last: took, max: Math.max(lintStats.max, took), runs: lintStats.runs + 1,
+      longestSlice: Math.max(lintStats.longestSlice, busiest) });
+    return (found || []).concat(state.field(serverProblems));
   }
 
   const view = new EditorView({
@@ -138,6 +151,7 @@ export function createYamlPane(parent, { text = "", schema = null, readOnly = fa
     },
     setSchema(newSchema) {
       currentSchema = newSchema;
+      pieces = lintCache();
       view.dispatch({ effects: relint.of(null) });
       forceLinting(view);
     },
