@@ -182,3 +182,19 @@ def test_a_message_that_cannot_be_kept_is_refused_and_nothing_is_saved(operator,
     with pytest.raises(EditRefused):
         version_restore(operator, greeter, 1, message)
     assert world_state() == before
+
+
+def test_a_version_todays_library_refuses_is_not_restored(operator, save_workflow):
+    from forge.workflows.models import StepLibraryEntry
+    entry = StepLibraryEntry.objects.create(name="greet", definition={"agent": "mock", "command": "hi"})
+    StepLibraryEntry.objects.create(name="other", definition={"agent": "mock", "command": "x"})
+    first = save_workflow(SOURCE.replace("    agent: mock\n    command: say hello\n", "    library_step: greet\n"),
+                          operator)
+    save_workflow(SOURCE, operator)
+    entry.delete()
+    before = world_state()
+    with pytest.raises(EditRefused) as refused:
+        version_restore(operator, first.workflow, 1)
+    assert refused.value.code == "invalid"
+    assert "unknown_reference" in [p["code"] for p in refused.value.extra["problems"]]
+    assert world_state() == before
