@@ -156,7 +156,7 @@ export function createEditorGraph(container, options = {}) {
     if (fitting) fitFirst();
     const at = placements();
     const lay = again ? shape().map((n) => n.id).filter((id) => !at[id]) : fresh;
-    if (lay.length) layOut(lay, fitting);
+    if (lay.length) layOut(lay, fitting, all ? [] : fresh);
     badgesNow();
   }
 
@@ -198,7 +198,7 @@ export function createEditorGraph(container, options = {}) {
 
   // ELK's layered layout of the graph as drawn, in its worker: the nodes in `fresh` move there (beside their
   // neighbours as they are now); every other node stays where it is, a placed step always.
-  function layOut(fresh, fitting) {
+  function layOut(fresh, fitting, added = []) {
     const elkNow = worker();
     if (!elkNow) return;
     const asked = ++layoutAsked;
@@ -216,6 +216,11 @@ export function createEditorGraph(container, options = {}) {
       freshSet.forEach((id) => { if (to[id] && !placements()[id]) pos.set(id, to[id]); });
       draw();
       if (fitting) fitFirst();
+      else {
+        // What a person just added, or has selected, stays in view when the layout moves it.
+        const seen = cy.collection(added.map((id) => cy.getElementById(id))).union(cy.nodes(":selected")).filter((n) => n.visible());
+        if (seen.length) inView(seen.last());
+      }
       badgesNow();
     }).catch(() => { if (asked === layoutAsked) container.dataset.layout = "done"; }); // the quick places stay
   }
