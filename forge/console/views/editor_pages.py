@@ -119,8 +119,8 @@ def editor_new(request, draft_id: int):
 def workflow_edit(request, name: str):
     """The editor of a saved workflow, on the person's draft of it (made from the latest version if none)."""
     require_view(request)
-    workflow = get_object_or_404(Workflow, name=name)
     editing.require_edit(request.user)
+    workflow = get_object_or_404(Workflow, name=name)
     return _editor(request, editing.draft_open(request.user, workflow), workflow)
 
 

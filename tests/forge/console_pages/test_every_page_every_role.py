@@ -36,6 +36,7 @@ MISSING = 999999
 OPEN = {"login", "logout"}  # the console's pages for someone without a session
 ONLY = {"console:live_status": ("adam",)}  # pages for some of the viewers only
 EDITORS = ("olive", "adam")  # Operators and Admins may edit workflows (the editor's pages and drafts)
+EDITOR_PAGES = {"workflow_new", "editor"}  # pages only they may open (docs/editor.md)
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,10 @@ def owed(role: str, page: Page, posts: set[str]) -> set[int]:
         return {405}
     if role == "otto" or role not in ONLY.get(page.route, VIEWERS):
         return {403}
+    if name in EDITOR_PAGES and role not in EDITORS:
+        return {403}
+    if name == "editor_new" and role == "olive" and not page.missing:
+        return {302}  # her draft is of a saved workflow (FILLERS): it opens at that workflow's editor
     if page.route in DRAFT_ROUTES:  # a draft (olive's, FILLERS) is its owner's; another editor's is not found
         return {403} if role not in EDITORS else {200} if role == "olive" and not page.missing else {404}
     if name == "editor_diff":
