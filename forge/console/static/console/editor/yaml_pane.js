@@ -67,7 +67,7 @@ export function createYamlPane(parent, { text = "", schema = null, readOnly = fa
   onChange = () => {}, onCursorStep = () => {} } = {}) {
   let currentSchema = schema;
   let pieces = lintCache();
-  let lists = { agents: [], library: [], expressions: [], stepIds: [] };
+  let lists = { agents: [], library: [], expressions: [], stepIds: [], ...schema?.["x-forge"]?.completions };
   let cursorStep;
   let quietSelection = false; // selectLines moves the cursor for the graph: no onCursorStep back to it
   const lintStats = { last: 0, max: 0, runs: 0, longestSlice: 0 }; // ms, for the bench
