@@ -83,6 +83,11 @@ CASES = {
     "editor_placements": Case(json=True),
     "editor_save": Case(json=True),
     "editor_discard": Case(json=True),
+    "workflow_new": Case(form={"source": "paste", "yaml": "name: pasted\nsteps: []\n", "example": "", "workflow": ""}),
+    "editor_new": Case(),
+    "editor": Case(),
+    "workflow_versions": Case(query=("a", "b")),
+    "version_restore": Case(form={"version": "1", "message": "back to the first"}),
 }
 ROUTES = {p.name: p for p in urls.urlpatterns if isinstance(p, URLPattern)}
 

@@ -144,7 +144,7 @@ def asked(monkeypatch):
 def console_pages(run) -> list[str]:
     """Every console address, its parameters filled in with the run's (a new kind of parameter fails here)."""
     values = {"run_id": run.pk, "step": "sign_off", "name": run.workflow.name, "content_hash": run.version.content_hash,
-              "schedule_id": 1, "approval_id": 1, "artifact_id": 1}
+              "schedule_id": 1, "approval_id": 1, "artifact_id": 1, "draft_id": 1}
     return [reverse(f"console:{p.name}", kwargs={k: values[k] for k in p.pattern.converters})
             for p in console_urls.urlpatterns]
 
