@@ -134,6 +134,14 @@ def test_completion_offers_schema_keys_and_the_servers_names(page):
     choose(page, "claude_code")
     assert "    agent: claude_code\n" in text(page)
 
+    end_of_line(page, 11)  # review's last line; a new one asks for the keys a step may still take
+    page.keyboard.press("Enter")
+    page.keyboard.press("Control+Space")
+    options = page.locator(".cm-tooltip-autocomplete li")
+    options.first.wait_for()
+    offered = options.all_inner_texts()
+    assert "retry" in offered and "on_failure" in offered and "agent" not in offered and "steps" not in offered
+
 
 def choose(page, label: str) -> None:
     """Clicks `label` in the completion list once it offers it."""

@@ -1,7 +1,8 @@
 // The editor's YAML pane: CodeMirror 6 holding the workflow's text, the only truth of the editor (docs: design of
 // issue 20, section 5). Patches from the graph and the inspector arrive as changes applied in one transaction,
 // so CodeMirror's history is the one undo history of every pane. The lint gutter shows the schema lint (run here,
-// on CodeMirror's own syntax tree) and the server's problems (setProblems) together.
+// schema_lint.js) and the server's problems (setProblems) together. onChange(text, update) hears every change of
+// the text, patches and undo included (update.transactions say which: userEvent "patch", "undo", "input"...).
 import {
   EditorView, EditorState, StateField, StateEffect, Compartment, keymap, lineNumbers, highlightActiveLineGutter,
   highlightSpecialChars, drawSelection, dropCursor, rectangularSelection, crosshairCursor, highlightActiveLine,
