@@ -122,6 +122,15 @@ class Editor:
         parent, slot, path = self.parents()[id(alias)]
         value = plain_copy(self.value_at(path))
         target = alias.target
+        if target is not None and target.kind == "scalar" and target.style not in ("|", ">") \
+                and "\n" not in self.text[target.start:target.end]:
+            start = target.start
+            if target.anchor is not None and self.text.startswith("&", start):
+                start += 1 + len(target.anchor)
+                while self.text[start] in " \t":
+                    start += 1
+            self.splice(alias.start, alias.end, self.text[start:target.end])  # its very characters
+            return
         if target is not None and target.flow and not _has_comment(self.text, target):
             try:  # a one-line anchored value is written out on one line too
                 self.splice(alias.start, alias.end, render.inline(value))

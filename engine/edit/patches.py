@@ -104,8 +104,7 @@ def _check_path(path: Any) -> list:
     if not isinstance(path, list) or not path or len(path) > MAX_PATH:
         raise PatchError("bad_path", f"a path is a list of 1 to {MAX_PATH} keys and indexes")
     for part in path:
-        if isinstance(part, bool) or not isinstance(part, (str, int)) or part == "" or \
-                (isinstance(part, int) and part < 0):
+        if isinstance(part, bool) or not isinstance(part, (str, int)) or (isinstance(part, int) and part < 0):
             raise PatchError("bad_path", f"{part!r} is not a key or an index")
     return path
 

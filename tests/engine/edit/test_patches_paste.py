@@ -1,0 +1,121 @@
+"""copy_steps, selection.paste and step.duplicate: the steps' own text, ids renamed on collision, references
+among the pasted steps remapped."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.edit import PatchError, apply_patch, copy_steps
+from engine.validation import validate_source
+from tests.engine.edit.test_patches import apply
+
+DOC = """\
+name: wf
+x-defaults: &r {max_retries: 2}
+steps:
+  # the first
+  - id: a   # first
+    agent: shell
+    command: "echo ${b.outputs.x}"
+    retry: *r
+
+  - id: b
+    agent: shell
+    command: |
+      echo ${a.outputs.y}
+    depends_on: [a]
+"""
+
+
+def test_copy_gives_the_steps_own_lines_at_column_zero_with_outside_aliases_written_out():
+    assert copy_steps(DOC, ["b", "a"]) == """\
+# the first
+- id: a   # first
+  agent: shell
+  command: "echo ${b.outputs.x}"
+  retry: {max_retries: 2}
+- id: b
+  agent: shell
+  command: |
+    echo ${a.outputs.y}
+  depends_on: [a]
+"""
+
+
+def test_copy_of_an_unknown_step_is_refused():
+    with pytest.raises(PatchError) as caught:
+        copy_steps(DOC, ["a", "nope"])
+    assert caught.value.code == "unknown_step"
+    with pytest.raises(PatchError) as caught:
+        copy_steps(DOC, [])
+    assert caught.value.code == "bad_patch"
+
+
+def test_paste_into_the_same_workflow_renames_and_remaps():
+    result = apply_patch(DOC, {"op": "selection.paste", "yaml": copy_steps(DOC, ["a", "b"]), "after": "b"})
+    assert result.renamed == {"a": "a_2", "b": "b_2"}
+    assert result.text == DOC + """
+  # the first
+  - id: a_2   # first
+    agent: shell
+    command: "echo ${b_2.outputs.x}"
+    retry: {max_retries: 2}
+  - id: b_2
+    agent: shell
+    command: |
+      echo ${a_2.outputs.y}
+    depends_on: [a_2]
+"""
+
+
+def test_paste_of_one_step_keeps_references_to_steps_outside_the_selection():
+    text = apply(DOC, {"op": "selection.paste", "yaml": copy_steps(DOC, ["b"]), "after": "a"})
+    assert text == DOC.replace("\n  - id: b\n", """
+  - id: b_2
+    agent: shell
+    command: |
+      echo ${a.outputs.y}
+    depends_on: [a]
+
+  - id: b
+""")
+
+
+def test_paste_into_another_workflow_keeps_free_ids_and_drops_anchors():
+    other = "name: other\nsteps:\n- id: x\n  agent: mock\n  command: x\n"
+    pasted = "- id: a\n  agent: mock\n  command: &c hi ${x.stdout}\n- id: b\n  agent: mock\n  command: *c\n"
+    result = apply_patch(other, {"op": "selection.paste", "yaml": pasted, "after": None})
+    assert result.renamed == {}
+    assert result.text == other + "- id: a\n  agent: mock\n  command: hi ${x.stdout}\n- id: b\n  agent: mock\n" \
+        "  command: hi ${x.stdout}\n"
+    assert validate_source(result.text).valid
+
+
+def test_paste_of_one_mapping_and_of_an_indented_list():
+    one = apply(DOC, {"op": "selection.paste", "yaml": "id: a\nagent: mock\ncommand: ${a.stdout}\n", "after": None})
+    assert one == DOC + "\n  - id: a_2\n    agent: mock\n    command: ${a_2.stdout}\n"
+    indented = apply(DOC, {"op": "selection.paste", "yaml": "    - id: c\n      agent: mock\n      command: c\n",
+                           "after": None})
+    assert indented == DOC + "\n  - id: c\n    agent: mock\n    command: c\n"
+
+
+def test_paste_collisions_among_the_pasted_steps_themselves():
+    result = apply_patch(DOC, {"op": "selection.paste", "after": None, "yaml":
+                               "- id: c\n  command: c\n- id: c\n  command: again\n  depends_on: [c]\n"})
+    assert result.renamed == {"c": "c_2"}
+    assert result.text == DOC + "\n  - id: c\n    command: c\n  - id: c_2\n    command: again\n    depends_on: [c]\n"
+
+
+def test_duplicate_inserts_a_copy_after_the_step_with_a_fresh_id():
+    text = apply(DOC, {"op": "step.duplicate", "id": "b"})
+    assert text == DOC + "\n  - id: b_copy\n    agent: shell\n    command: |\n      echo ${a.outputs.y}\n" \
+        "    depends_on: [a]\n"
+    again = apply(text, {"op": "step.duplicate", "id": "b"})
+    assert "  - id: b_copy_2\n" in again and again.index("b_copy_2") < again.index("id: b_copy\n")
+
+
+def test_duplicate_of_a_self_referring_step_points_the_copy_at_itself():
+    text = "name: wf\nsteps:\n  - id: a\n    agent: mock\n    command: x\n    loop:\n      max_iterations: 2\n" \
+        "      until: \"a.outputs.done == true\"\n"
+    assert apply(text, {"op": "step.duplicate", "id": "a"}) == text + text[text.index("  - id: a"):].replace(
+        "id: a", "id: a_copy").replace("a.outputs", "a_copy.outputs")
