@@ -95,7 +95,19 @@ def test_a_bad_key_shows_in_the_list_and_the_gutter_goes_when_fixed_and_the_save
     valid(page)
     assert text(page) == original
 
-    page.keyboard.type("# checked by olive\n")
+    page.evaluate("""() => {  // when each typing request leaves: at most two a second, however fast the typing
+      const fetch = window.fetch, sent = (window.textSent = []);
+      window.fetch = (url, init) => { if (String(url).endsWith("/text")) sent.push(performance.now()); return fetch(url, init); };
+    }""")
+    page.keyboard.type("# checked by olive\n", delay=40)
+    valid(page)
+    sent = page.evaluate("() => window.textSent")
+    gaps = [later - earlier for earlier, later in zip(sent, sent[1:])]
+    assert len(sent) >= 2 and all(gap >= 490 for gap in gaps), gaps  # 19 keys in 0.8 s: 2 or 3 requests, not 19
+
+    page.reload()  # the draft is on the server: a reload finds the text, still to be saved
+    page.wait_for_selector(READY, timeout=WAIT)
+    assert text(page) == original + "# checked by olive\n"
     valid(page)
     save(page, "Say who checked it")
     expect(page.locator("#save-diff")).to_contain_text("+ # checked by olive")

@@ -194,8 +194,9 @@ def test_restore_is_refused_to_read_only_people_and_for_unknown_versions(client,
     client.force_login(approver)
     assert client.post(reverse("console:version_restore", args=["greeter"]), {"version": 1}).status_code == 403
     client.force_login(operator)
+    restore = reverse("console:version_restore", args=["greeter"])
     for hostile in (9, "1;drop", "", "9" * 40):
-        assert client.post(reverse("console:version_restore", args=["greeter"]), {"version": hostile}).status_code == 404
-    response = client.post(reverse("console:version_restore", args=["greeter"]), {"version": 3})
+        assert client.post(restore, {"version": hostile}).status_code == 404
+    response = client.post(restore, {"version": 3})
     assert "Version 3 is the latest version already." in page(client, operator, response["Location"])
     assert WorkflowVersion.objects.filter(workflow=three_versions).count() == 3

@@ -77,10 +77,19 @@ async function sendText() {
     if (inflight === controller) inflight = null;
   }
   if (revision !== state.revision) return; // a newer request went out: its answer speaks for the text
+  if (overtaken(answer)) return textChanged();
   if (!answer.ok) return showValidity("failed", refusal(answer));
   state.checkedText = text;
   take(answer.data);
   if (pane.getText() !== text) textChanged();
+}
+
+// Another page of this person's (a second tab) wrote the draft at a later revision: this page's next request
+// goes after it. True when that is the answer.
+function overtaken(answer) {
+  if (answer.status !== 409 || answer.data.error?.code !== "stale_revision") return false;
+  state.revision = Math.max(state.revision, Number(answer.data.revision) || 0);
+  return true;
 }
 
 // An answer's view of the text: problems, validity, outline.
@@ -168,7 +177,7 @@ function showValidity(kind, why) {
 let patches = Promise.resolve();
 const patch = (op) => (patches = patches.then(() => applyPatch(op)));
 
-async function applyPatch(op) {
+async function applyPatch(op, again = true) {
   clearTimeout(timer);
   timer = null;
   inflight?.abort(); // the patch's answer validates the newer text
@@ -182,6 +191,7 @@ async function applyPatch(op) {
     say("The change was not made: the server could not be reached.");
     return textChanged();
   }
+  if (again && overtaken(answer)) return applyPatch(op, false);
   if (!answer.ok) {
     say(`Not changed: ${refusal(answer)}.`);
     return textChanged();
