@@ -53,6 +53,8 @@ class Editor:
         try:
             loaded = bounded_load(new_text)
         except PatchError as exc:
+            if exc.code == "too_large":
+                raise
             raise PatchError("bad_value", f"the change would not parse ({exc.message})") from None
         if not same(loaded.value, expected):
             raise PatchError("bad_value", "the change cannot be written without changing other values")

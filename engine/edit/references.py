@@ -36,7 +36,6 @@ def step_refs(raw: dict, ids) -> list[Ref]:
     out: list[Ref] = []
     if not isinstance(raw, dict):
         return out
-    own = raw.get("id") if isinstance(raw.get("id"), str) else None
     depends_on = raw.get("depends_on")
     if isinstance(depends_on, list):
         for k, dep in enumerate(depends_on):
@@ -72,7 +71,6 @@ def step_refs(raw: dict, ids) -> list[Ref]:
         for name, value in ref["args"].items():
             if isinstance(value, str):
                 _template(out, value, ("workflow_ref", "args", name), f"workflow_ref.args.{name}", ids)
-    del own
     return out
 
 

@@ -45,7 +45,7 @@ def rename(source: Source, op: dict) -> Patched:
     hits.setdefault(id(id_pair[1]), (id_pair[1], old, []))[2].append((None, old, new))
     expected = copy.deepcopy(source.value)  # shared as the text shares it: an anchored list changes for its aliases
     rewrite_all(editor, hits, expected)
-    return editor.finish(expected)
+    return editor.finish(expected, {old: new})
 
 
 def reference_hits(source: Source, names: dict[str, str]) -> dict:

@@ -7,9 +7,9 @@ caller prefixes them, so a block lands at the column its neighbours use.
 
 from __future__ import annotations
 
-import functools
 import io
 import json
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,8 +27,18 @@ class Layout:
     newline: str = "\n"
 
 
-@functools.lru_cache(maxsize=32)
+_local = threading.local()  # a ruamel YAML object holds state while it dumps: one per thread
+
+
 def _dumper(map_indent: int, seq_offset: int, flow: bool) -> YAML:
+    cache = _local.__dict__.setdefault("dumpers", {})
+    key = (map_indent, seq_offset, flow)
+    if key not in cache:
+        cache[key] = _new_dumper(map_indent, seq_offset, flow)
+    return cache[key]
+
+
+def _new_dumper(map_indent: int, seq_offset: int, flow: bool) -> YAML:
     yaml = YAML()
     yaml.width = 1 << 20  # never fold a long line: the user wrote it on one line
     yaml.indent(mapping=map_indent, sequence=seq_offset + 2, offset=seq_offset)

@@ -237,6 +237,16 @@ def test_bad_patches_are_refused_with_their_code(op, code):
     assert caught.value.message
 
 
+def test_a_value_that_makes_the_text_too_large_is_refused_as_too_large():
+    with pytest.raises(PatchError) as caught:
+        apply_patch(DOC, {"op": "field.set", "id": "fetch", "path": ["command"], "value": "x" * 1_100_000})
+    assert caught.value.code == "too_large"
+
+
+def test_rename_says_what_it_renamed():
+    assert apply_patch(DOC, {"op": "step.rename", "id": "fetch", "to": "get"}).renamed == {"fetch": "get"}
+
+
 def test_a_deep_value_is_refused():
     value: list = []
     for _ in range(100):
