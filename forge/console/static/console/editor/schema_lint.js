@@ -251,30 +251,35 @@ function splitPieces(text) {
     const newline = text.indexOf("\n", start);
     const end = newline < 0 ? text.length : newline;
     const next = newline < 0 ? text.length : newline + 1;
-    const first = text.charCodeAt(start);
-    const line = text.slice(start, end);
-    const content = /^[ \t]*(\S)/.exec(line);
-    if (!content || content[1] === "#") { start = next; continue; } // blank or comment: the piece goes on
-    if (/^(?:---|\.\.\.|%)/.test(line) || first === 9) return null; // several documents, directives, a tab
-    if (first !== 32 && first !== 45) {  // a top-level key
+    let at = start;
+    while (at < end && (text.charCodeAt(at) === 32 || text.charCodeAt(at) === 9)) at++;
+    const first = text.charCodeAt(at);
+    if (at >= end || first === 35 || (first === 13 && at + 1 === end)) { start = next; continue; } // blank, comment
+    const indent = at - start;
+    if (text.charCodeAt(start) === 9) return null; // a tab as indentation: the parser says what it makes of it
+    const item = first === 45 && (at + 1 >= end || /[ \t\r]/.test(text[at + 1]));
+    if (indent === 0 && !item) {  // a top-level key (most lines are not: they take the fast path below)
+      const line = text.slice(start, end);
+      if (/^(?:---|\.\.\.|%)/.test(line)) return null; // several documents, directives
       const match = TOP_KEY.exec(line);
       if (!match) return null;
       close(start);
       const key = match[1].replace(/^(["'])(.*)\1$/, "$2");
-      inSteps = key === "steps" && /^[ \t]*(?:#.*)?$/.test(line.slice(match[0].length));
+      inSteps = key === "steps" && /^[ \t]*(?:#.*)?\r?$/.test(line.slice(match[0].length));
       itemIndent = -1;
       current = { kind: inSteps ? "head" : "key", from: start, key };
+    } else if (!current) {
+      return null; // a root list, or text before the first key
     } else if (inSteps) {
-      const item = /^( *)-(?:[ \t]|$)/.exec(line);
-      if (item && itemIndent < 0) itemIndent = item[1].length;
-      if (item && item[1].length === itemIndent) {
+      if (item && itemIndent < 0) itemIndent = indent;
+      if (item && indent === itemIndent) {
         close(start);
         current = { kind: "step", from: start };
-      } else if (!current || (current.kind === "head" && !item)) {
+      } else if (current.kind === "head") {
         return null; // the steps' block is not a list of items
       }
-    } else if (first === 45 || !current) {
-      return null; // a root list, or text before the first key
+    } else if (indent === 0) {
+      return null; // a list at the root
     }
     start = next;
   }
@@ -342,7 +347,7 @@ function walk(text, tree, root, kind) {
   function mapping(node, schema, depth, where, whole) {
     if (!branches(root, schema).some((s) => accepts(s, "object"))) {
       const wanted = branches(root, schema).flatMap((s) => typesOf(s) || []);
-      return say(node.from, firstLineEnd(node), "schema.bad_type", `${where} must be ${describe(wanted)}, not a mapping`);
+      return say(firstLineStart(node), firstLineEnd(node), "schema.bad_type", `${where} must be ${describe(wanted)}, not a mapping`);
     }
     const seen = new Set();
     let merges = false;
@@ -369,7 +374,7 @@ function walk(text, tree, root, kind) {
     for (const s of branches(root, schema)) for (const key of s.required || []) required.add(key);
     const missing = [...required].filter((key) => !seen.has(key));
     if (missing.length) {
-      say(node.from, firstLineEnd(node), "schema.missing_key",
+      say(firstLineStart(node), firstLineEnd(node), "schema.missing_key",
         `${where} lacks ${missing.map((k) => `\`${k}\``).join(", ")}`);
     }
   }
@@ -377,7 +382,7 @@ function walk(text, tree, root, kind) {
   function sequence(node, schema, depth, where) {
     if (!branches(root, schema).some((s) => accepts(s, "array"))) {
       const wanted = branches(root, schema).flatMap((s) => typesOf(s) || []);
-      return say(node.from, firstLineEnd(node), "schema.bad_type", `${where} must be ${describe(wanted)}, not a list`);
+      return say(firstLineStart(node), firstLineEnd(node), "schema.bad_type", `${where} must be ${describe(wanted)}, not a list`);
     }
     const items = itemsSchema(root, schema);
     const label = where === "`steps`" ? "a step" : `an item of ${where}`;
@@ -394,8 +399,15 @@ function walk(text, tree, root, kind) {
     return `unknown key \`${key}\` in ${where}` + (near ? ` (did you mean \`${near}\`?)` : "");
   }
 
+  // Where a block's mark starts (past the line break a block mapping's node begins with) and ends: its first line.
+  function firstLineStart(node) {
+    let at = node.from;
+    while (at < node.to && /\s/.test(text[at])) at++;
+    return at;
+  }
+
   function firstLineEnd(node) {
-    const end = text.indexOf("\n", node.from);
+    const end = text.indexOf("\n", firstLineStart(node));
     return Math.min(node.to, end < 0 ? text.length : end);
   }
 }
