@@ -365,28 +365,6 @@ async function optional(path) { // a pane whose module does not load leaves the 
   }
 }
 
-function textareaPane(parent, { text, onChange }) { // the YAML pane when CodeMirror could not load
-  const area = document.createElement("textarea");
-  area.className = "code yaml-fallback";
-  area.spellcheck = false;
-  area.setAttribute("aria-label", "YAML of the workflow");
-  area.value = text;
-  area.addEventListener("input", () => onChange(area.value));
-  parent.append(area);
-  const lineStart = (n) => area.value.split("\n").slice(0, n - 1).reduce((at, l) => at + l.length + 1, 0);
-  return {
-    getText: () => area.value,
-    applyChanges(changes) {
-      let value = area.value;
-      for (const c of [...changes].sort((a, b) => b.from - a.from)) value = value.slice(0, c.from) + c.insert + value.slice(c.to);
-      area.value = value;
-      onChange(value);
-    },
-    setProblems() {}, selectLines(first, last) { area.setSelectionRange(lineStart(first), lineStart(last + 1) - 1); },
-    undo() { document.execCommand("undo"); }, redo() { document.execCommand("redo"); }, focus() { area.focus(); },
-  };
-}
-
 function bindKeys() {
   $("undo").addEventListener("click", () => pane.undo());
   $("redo").addEventListener("click", () => pane.redo());
@@ -432,9 +410,11 @@ async function start() {
   if (d.base_version) state.baseVersion = d.base_version;
   const onChange = () => { if (!applying) textChanged(); };
   const onCursorStep = (id) => select(id, "yaml");
-  pane = yamlPane?.createYamlPane
-    ? yamlPane.createYamlPane($("yaml"), { text: d.text, schema: schemaDoc, readOnly: false, onChange, onCursorStep })
-    : textareaPane($("yaml"), { text: d.text, onChange });
+  if (!yamlPane?.createYamlPane) { // the text is the editor: without its pane there is nothing to edit
+    $("yaml").textContent = "The YAML pane could not load: reload the page.";
+    return showValidity("failed", "the YAML pane could not load");
+  }
+  pane = yamlPane.createYamlPane($("yaml"), { text: d.text, schema: schemaDoc, readOnly: false, onChange, onCursorStep });
   pane.setCompletions?.(completions);
   if (editorGraph?.createEditorGraph) {
     graph = editorGraph.createEditorGraph($("graph"), {
