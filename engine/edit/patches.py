@@ -52,6 +52,15 @@ def apply_patch(text: str, op: dict) -> Patched:
     if missing:
         raise PatchError("bad_patch", f"a {kind} patch needs {', '.join(sorted(missing))}")
     source = Source(text)
+    try:
+        return _apply(source, kind, op)
+    except PatchError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:  # never a 500 for a patch
+        raise PatchError("bad_patch", f"this patch cannot be applied to this text ({type(exc).__name__})") from exc
+
+
+def _apply(source: Source, kind: str, op: dict) -> Patched:
     if kind == "selection.paste":
         from engine.edit.pasting import paste
         return paste(source, op["yaml"], op.get("after"))
@@ -155,8 +164,12 @@ def field_set(source: Source, op: dict) -> Patched:
     _check_field_target(step_id, path)
     root, prefix = _container(source, step_id)
     editor = Editor(source)
-    expected = plain_copy(source.value)
-    _assign(expected, list(prefix) + path, plain_copy(value))
+
+    def finish() -> Patched:
+        expected = plain_copy(source.value)
+        _assign(expected, list(prefix) + path, plain_copy(value))
+        return editor.finish(expected)
+
     node, parent, slot = root, None, None
     for k, part in enumerate(path):
         rest = path[k + 1:]
@@ -164,7 +177,7 @@ def field_set(source: Source, op: dict) -> Patched:
             plain = plain_copy(editor.value_at(editor.parents()[id(node)][2]))
             _assign(plain, path[k:], plain_copy(value), refuse=True)
             editor.replace(node, parent, slot, plain)
-            return editor.finish(expected)
+            return finish()
         if node.kind == "map" and isinstance(part, str):
             pair = node.get(part)
             if pair is None:
@@ -172,24 +185,24 @@ def field_set(source: Source, op: dict) -> Patched:
                     _insert_before_steps(source, editor, part, _nested(rest, value))
                 else:
                     editor.add_entry(node, part, _nested(rest, value))
-                return editor.finish(expected)
+                return finish()
             parent, slot, node = node, pair, pair[1]
         elif node.kind == "seq" and isinstance(part, int):
             if part == len(node.items) and node.items:
                 editor.append_item(node, _nested(rest, value))
-                return editor.finish(expected)
+                return finish()
             if part >= len(node.items):
                 raise PatchError("bad_path", f"index {part} is past the end of the list")
             parent, slot, node = node, part, node.items[part]
         elif node.kind == "scalar" and node.value in ("", "~", "null", "Null", "NULL") and not node.style \
                 and parent is not None:
             editor.replace(node, parent, slot, _nested(path[k:], value))
-            return editor.finish(expected)
+            return finish()
         else:
             where = ".".join(str(p) for p in path[:k]) or "the step"
             raise PatchError("bad_path", f"{where} has no place for {part!r}")
     editor.replace(node, parent, slot, value)
-    return editor.finish(expected)
+    return finish()
 
 
 def _insert_before_steps(source: Source, editor: Editor, key: str, value: Any) -> None:
@@ -244,27 +257,23 @@ def field_unset(source: Source, op: dict) -> Patched:
     step_id = op["id"]
     _check_field_target(step_id, path)
     root, prefix = _container(source, step_id)
+    if not _exists(Editor(source).value_at(prefix), path):
+        return Patched(source.bom + source.text, [], {})  # already absent: nothing to do
     editor = Editor(source)
-    node, parent, slot = root, None, None
-    value = editor.value_at(prefix)
-    for part in path:
-        if node.kind == "alias":
-            plain = plain_copy(editor.value_at(editor.parents()[id(node)][2]))
-            rest = path[path.index(part):]
-            _remove(plain, rest)
-            editor.replace(node, parent, slot, plain)
-            expected = plain_copy(source.value)
-            _remove(expected, list(prefix) + path)
-            return editor.finish(expected)
-        if node.kind == "map" and isinstance(part, str) and node.get(part) is not None:
-            parent, slot, node = node, node.get(part), node.get(part)[1]
-        elif node.kind == "seq" and isinstance(part, int) and part < len(node.items):
-            parent, slot, node = node, part, node.items[part]
-        else:
-            return Patched(source.bom + source.text, [], {})  # already absent: nothing to do
-        value = value[part]
     expected = plain_copy(source.value)
     _remove(expected, list(prefix) + path)
+    node, parent, slot = root, None, None
+    for k, part in enumerate(path):
+        if node.kind == "alias":  # reached through an alias: this step gets its own copy, without the field
+            plain = plain_copy(editor.value_at(editor.parents()[id(node)][2]))
+            _remove(plain, path[k:])
+            editor.replace(node, parent, slot, plain)
+            return editor.finish(expected)
+        if node.kind == "map":
+            pair = node.get(part)
+            parent, slot, node = node, pair, pair[1]
+        else:
+            parent, slot, node = node, part, node.items[part]
     if parent.kind == "map":
         if len(parent.items) == 1 and not parent.flow:
             grand = editor.parents()[id(parent)]
@@ -280,6 +289,17 @@ def field_unset(source: Source, op: dict) -> Patched:
         else:
             editor.remove_items(parent, [slot])
     return editor.finish(expected)
+
+
+def _exists(value: Any, path: list) -> bool:
+    for part in path:
+        if isinstance(value, dict) and isinstance(part, str) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and isinstance(part, int) and part < len(value):
+            value = value[part]
+        else:
+            return False
+    return True
 
 
 def _remove(target: Any, path: list) -> None:
