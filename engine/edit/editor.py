@@ -221,12 +221,23 @@ class Editor:
             return
         column = src.column(mapping.items[0][0].start)
         where = src.line_end(mapping.content_end())
-        text = render.entry(key, value, column, self.layout)
-        if where == len(self.text) and self.text and not self.text.endswith("\n"):
-            text = src.newline + " " * column + text
-        else:
-            text = " " * column + text
+        text = self.eof_break(where) + " " * column + render.entry(key, value, column, self.layout)
         self.splice(where, where, text)
+
+    def eof_break(self, where: int) -> str:
+        """The line break to write before text appended to a file whose last line has none. A `|` or `>`
+        scalar ending the file would take that break into its value, so it gets `-` (strip) to keep it."""
+        if where != len(self.text) or not self.text or self.text.endswith("\n"):
+            return ""
+        node = self.source.root
+        while node.kind in ("map", "seq") and not node.flow and node.items:
+            node = node.items[-1][1] if node.kind == "map" else node.items[-1]
+        if node.kind == "scalar" and node.style in ("|", ">") and node.end == len(self.text):
+            at = self.text.index(node.style, node.start) + 1
+            header = self.text[at:self.source.line_end(at)].split("#")[0]
+            if "-" not in header and "+" not in header:
+                self.splice(at, at, "-")
+        return self.source.newline
 
     def remove_entry(self, mapping: Node, pair: tuple) -> None:
         self.protect(pair[1])
@@ -260,9 +271,7 @@ class Editor:
         first = sequence.items[0]
         dash = src.dash(first)
         where = src.line_end(sequence.content_end())
-        text = render.sequence_item(value, src.column(dash), self.layout)
-        if where == len(self.text) and self.text and not self.text.endswith("\n"):
-            text = src.newline + text
+        text = self.eof_break(where) + render.sequence_item(value, src.column(dash), self.layout)
         self.splice(where, where, text)
 
     def remove_items(self, sequence: Node, positions: list[int]) -> None:

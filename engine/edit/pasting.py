@@ -42,6 +42,8 @@ def copy_steps(text: str, ids: list[str]) -> str:
             elif current.kind == "seq":
                 stack.extend(current.items)
         inside.append(span)
+    if spans[-1][1] == len(source.text):
+        editor.eof_break(len(source.text))  # the copy ends with a line break: a last `|` scalar must not take it
     editor.flush()
     blocks = []
     for start, end in spans:
@@ -65,6 +67,8 @@ def _dedent(block: str, column: int) -> str:
 def _as_list(text: str) -> str:
     """The pasted text as a block list at column 0: a list as it is, one mapping made its single item."""
     text = text.lstrip("\ufeff").replace("\r\n", "\n")
+    if not text.endswith("\n"):
+        text += "\n"  # the pasted steps are read as they will stand: followed by more lines
     lines = text.split("\n")
     content = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
     if not content:

@@ -465,8 +465,7 @@ def insert_steps(source: Source, steps: list[dict], after, text: str | None = No
             source.item_span(0)[0]
         if position == 0 and source.blank_between_steps():
             block = block[len(nl):] + nl
-        if where == len(source.text) and not source.text.endswith("\n"):
-            block = nl + block.rstrip("\r\n")
+        block = editor.eof_break(where) + block
         editor.splice(where, where, block)
     elif source.steps_node is not None and source.steps_node.kind == "seq" and source.steps_node.items:
         seq = source.steps_node  # a one-line list of steps stays one line

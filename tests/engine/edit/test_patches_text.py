@@ -115,3 +115,12 @@ steps:
     assert new == text.replace("'mock'", "'shell'")
     new = apply(text, {"op": "field.set", "id": "a", "path": ["timeout"], "value": "5m"})
     assert new == text + "    timeout: 5m\n"
+
+
+def test_appending_after_a_block_scalar_that_ends_the_file_without_a_newline_keeps_its_value():
+    text = "name: wf\nsteps:\n  - id: a\n    command: x\n  - id: b\n    command: |\n      y"
+    assert apply(text, {"op": "step.add", "after": None, "step": {"id": "c", "command": "z"}}) == \
+        "name: wf\nsteps:\n  - id: a\n    command: x\n  - id: b\n    command: |-\n      y\n  - id: c\n    command: z\n"
+    assert copy_steps(text, ["b"]) == "- id: b\n  command: |-\n    y\n"
+    assert apply(text, {"op": "field.set", "id": "a", "path": ["agent"], "value": "mock"}) == \
+        text.replace("command: x", "command: x\n    agent: mock")
