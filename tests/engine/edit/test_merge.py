@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from engine.edit.merge import merge3way
 from engine.validation import validate_source
 
@@ -147,3 +150,43 @@ def test_a_long_workflow_of_repeated_lines_still_merges_edits_far_apart():
     merged = merge3way(base, theirs, mine)
     assert merged.clean
     assert merged.text == edit(theirs, "echo 250\n", "echo two_fifty\n")
+
+
+@st.composite
+def two_sides(draw):
+    """A base of distinct lines; each line, and each place between lines, edited by one side at most. A line
+    added between two lines the other side both changed would land inside their change: not drawn here."""
+    names = ("theirs", "mine")
+    base, theirs, mine, expected = [], [], [], []
+    n = draw(st.integers(1, 30))
+    owners = draw(st.lists(st.sampled_from([None, 0, 1]), min_size=n, max_size=n))  # who edits or deletes line k
+    for k in range(n):
+        line = f"line {k}\n"
+        base.append(line)
+        inserter = draw(st.sampled_from([None, 0, 1]))  # who adds a line before this one
+        around = {owners[k - 1] if k else None, owners[k]}
+        if inserter is not None and around != {1 - inserter}:
+            new = f"new before {k} by {names[inserter]}\n"
+            (theirs, mine)[inserter].append(new)
+            expected.append(new)
+        owner = owners[k]
+        edit = draw(st.booleans())
+        for side, out in enumerate((theirs, mine)):
+            if side != owner:
+                out.append(line)
+            elif edit:
+                out.append(f"line {k} by {names[side]}\n")
+        if owner is None:
+            expected.append(line)
+        elif edit:
+            expected.append(f"line {k} by {names[owner]}\n")
+    return "".join(base), "".join(theirs), "".join(mine), "".join(expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(two_sides())
+def test_edits_that_never_touch_the_same_line_always_merge_cleanly(case):
+    base, theirs, mine, expected = case
+    merged = merge3way(base, theirs, mine)
+    assert merged.clean, merged.conflicts
+    assert merged.text == expected
