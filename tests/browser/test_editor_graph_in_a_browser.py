@@ -370,3 +370,34 @@ def test_a_long_chain_is_folded_and_opens_on_a_click(page, tmp_path):
     page.wait_for_function("() => window.graph.cy.nodes().filter((n) => n.visible() && !n.data('group')).length === 60",
                            timeout=30_000)
     page.screenshot(path=str(tmp_path / "editor-graph-chain.png"))
+
+
+PLACED = "name: placed\nsteps:\n  - {id: a, agent: mock, command: go}\n  - {id: b, agent: mock, command: go, depends_on: [a]}\n" \
+         "  - {id: c, agent: mock, command: go, depends_on: [b]}\n"
+
+
+@pytest.mark.parametrize("console", ["sqlite"], indirect=True)
+def test_the_workflow_page_draws_a_step_where_a_person_placed_it_and_keeps_elk_for_the_rest(console, browser):
+    from tests.browser.test_console_in_a_browser import save
+    save(console, PLACED)
+    console.deployment.query("from forge.workflows.models import StepPlacement, Workflow\n"
+                             "StepPlacement.objects.create(workflow=Workflow.objects.get(name='placed'), step_id='b', x=500, y=400)\n"
+                             "result = True")
+    page = console.login(browser, "olive")
+    page.goto(f"{console.url}/workflows/placed/")
+    page.wait_for_function("() => window.forgeGraph && window.forgeGraph.view && window.forgeGraph.view.cy.nodes().length === 3",
+                           timeout=30_000)
+    # ELK's layout of the unplaced steps is kept for the version; the placed one is not in it
+    kept = "from forge.workflows.models import GraphLayout\nresult = sorted(GraphLayout.objects.get().positions)"
+    for _ in range(300):  # up to 30 s for the page's layout to reach the server
+        if console.deployment.query("from forge.workflows.models import GraphLayout\nresult = GraphLayout.objects.exists()"):
+            break
+        page.wait_for_timeout(100)
+    assert console.deployment.query(kept) == ["a", "c"]
+    assert page.evaluate("() => window.forgeGraph.view.cy.getElementById('b').position()") == {"x": 500, "y": 400}
+    console.shot(page, "workflow-placed-step")
+    # the next page draws at once from the kept layout and the placement
+    page.reload()
+    page.wait_for_function("() => window.forgeGraph && window.forgeGraph.view && window.forgeGraph.view.cy.nodes().length === 3",
+                           timeout=30_000)
+    assert page.evaluate("() => window.forgeGraph.view.cy.getElementById('b').position()") == {"x": 500, "y": 400}

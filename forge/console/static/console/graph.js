@@ -45,8 +45,8 @@
   }
 
   // Positions for `nodes` ([{id, deps}]): a placed step where it was placed; an unplaced one where `laid` says,
-  // moved as its placed neighbours were moved from their laid places (it stays beside them), then down until it
-  // overlaps nothing. Without placements, `laid` as it is.
+  // moved as its neighbours (placed, or settled before it) were moved from their laid places (it stays beside
+  // them), then down until it overlaps nothing. Without placements, `laid` as it is.
   function settle(nodes, laid, placed) {
     const out = {};
     const free = [];
@@ -73,9 +73,10 @@
     };
     Object.values(out).forEach(occupy);
     free.forEach((n) => {
-      const moved = near.get(n.id).filter((m) => placed[m] && laid[m]);
-      const dx = moved.reduce((sum, m) => sum + placed[m].x - laid[m].x, 0) / (moved.length || 1);
-      const dy = moved.reduce((sum, m) => sum + placed[m].y - laid[m].y, 0) / (moved.length || 1);
+      // Its neighbours placed, or settled before it (in document order a chain follows the step it hangs from).
+      const moved = near.get(n.id).filter((m) => out[m] && laid[m]);
+      const dx = moved.reduce((sum, m) => sum + out[m].x - laid[m].x, 0) / (moved.length || 1);
+      const dy = moved.reduce((sum, m) => sum + out[m].y - laid[m].y, 0) / (moved.length || 1);
       const p = { x: laid[n.id].x + dx, y: laid[n.id].y + dy };
       for (let tries = 0; tries < 1000 && taken(p); tries += 1) p.y += H;
       out[n.id] = p;

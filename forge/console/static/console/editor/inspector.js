@@ -246,7 +246,9 @@ export function createInspector(container, opts = {}) {
     const box = el("fieldset", { className: "inspector-depends" }, el("legend", { textContent: "depends on" }));
     const list = el("ul", { className: "inspector-list" });
     explicit.forEach((d) => {
-      const item = el("li", {}, el("span", { textContent: d }));
+      const go = el("button", { type: "button", className: "inspector-link", textContent: d, "aria-label": "Go to step " + d });
+      go.addEventListener("click", () => call("onSelect", d));
+      const item = el("li", {}, go);
       if (!readOnly) {
         const drop = el("button", { type: "button", textContent: "Remove", "aria-label": "Remove the dependency on " + d });
         drop.addEventListener("click", () => call("onPatch", { op: "edge.remove", from: d, to: s.id }));
@@ -285,13 +287,21 @@ export function createInspector(container, opts = {}) {
     return box;
   }
 
+  let shown = null; // what the form was drawn from: the same again draws nothing (a half-typed field stays)
   function show(s, outline, problems) {
     current = s;
     if (!s) {
+      shown = null;
       container.replaceChildren(el("p", { className: "muted", textContent: "Select a step on the graph to see its fields here." }));
       return;
     }
     outline = outline || { steps: [s], edges: [] };
+    const key = JSON.stringify([s.id, s.kind, s.agent, s.fields, (outline.edges || []).filter((e) => e.to === s.id),
+                                (outline.steps || []).map((x) => x.id), problems || []]);
+    if (key === shown) return;
+    shown = key;
+    // The field the keyboard was in is the one it is in after the form is drawn again (a rename keeps "id").
+    const was = container.contains(document.activeElement) ? document.activeElement.dataset.path : null;
     const fields = s.fields || {};
     const head = el("h2", { className: "inspector-title", textContent: "Step " + s.id + " (" + (s.kind === "agent" ? "agent " + (s.agent || "?") : s.kind) + ")" });
     const form = el("form", { className: "inspector-form", "aria-label": "Fields of step " + s.id });
@@ -311,6 +321,7 @@ export function createInspector(container, opts = {}) {
     });
     if (!step) form.append(el("p", { className: "muted", textContent: "The format's schema is not loaded: only the id and dependencies can be edited." }));
     container.replaceChildren(head, form);
+    if (was) [...form.querySelectorAll("[data-path]")].find((x) => x.dataset.path === was)?.focus();
   }
 
   // Enter on a graph's step: the inspector takes the keyboard.
