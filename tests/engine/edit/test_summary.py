@@ -27,7 +27,7 @@ steps:
 
 def summary(new: str, old: str = OLD) -> dict:
     got = version_summary(old, new)
-    json.dumps(got)  # the versions page sends it as it is
+    json.dumps(got, allow_nan=False)  # the versions page sends it as it is, and the browser's JSON.parse reads it
     return got
 
 
@@ -106,3 +106,11 @@ def test_steps_without_an_id_or_a_repeated_id_are_not_tracked():
     new = OLD + "  - agent: shell\n  - id: fetch\n    agent: other\n  - 7\n"
     got = summary(new)
     assert (got["added"], got["removed"], got["changed"]) == ([], [], {})
+
+
+def test_values_that_strict_json_cannot_hold_are_given_as_their_yaml_text():
+    new = OLD.replace("description: first\n", "description: first\nvariables: {a: .nan, b: -.inf}\n")
+    assert summary(new)["document"] == [
+        {"field": "variables", "change": "added", "old": None, "new": {"a": ".nan", "b": "-.inf"}}]
+    assert summary(new.replace("a: .nan", "a: .inf"), new)["document"] == [
+        {"field": "variables.a", "change": "changed", "old": ".nan", "new": ".inf"}]
