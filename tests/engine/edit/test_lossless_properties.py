@@ -92,6 +92,7 @@ class Shape:
         self.anchors: dict[str, tuple] = {}        # anchor -> path of the node holding it (the latest)
         self.aliases: list[tuple[tuple, tuple]] = []  # (path of the alias, path of its anchor's node)
         self.root_keys: list[tuple[str, int]] = []
+        self.columns: dict[tuple, int] = {}        # path -> column where a mapping or sequence starts
         self.flow_steps = False
         self._walk(body)
         self.comments = _comments(body)
@@ -163,6 +164,7 @@ class Shape:
             elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 if path == ("steps",) and event.flow_style:
                     self.flow_steps = True
+                self.columns[path] = event.start_mark.column
                 stack.append({"path": path, "map": isinstance(event, yaml.MappingStartEvent), "key": None,
                               "index": 0, "flow": bool(event.flow_style), "first": event.start_mark.line,
                               "last": event.start_mark.line})
@@ -665,6 +667,11 @@ def check(shape: Shape, op: dict, result) -> Shape:
     have = Counter(text for _, text in after.comments)
     lost = want_comments - have
     assert not lost, f"lost comments {list(lost)}\n{show}"
+    # a new step follows the file's indentation: its keys where the other steps' keys are
+    columns = {shape.columns.get(("steps", i)) for i in range(len(shape.steps))} - {None}
+    if op["op"] in ("step.add", "step.duplicate", "selection.paste") and len(columns) == 1 and not shape.flow_steps:
+        added = [i for i, raw in enumerate(after.steps) if isinstance(raw, dict) and raw.get("id") not in shape.all_ids]
+        assert {after.columns.get(("steps", i)) for i in added} <= columns, f"indentation {columns}\n{show}"
     return after
 
 
