@@ -220,3 +220,51 @@ def test_the_second_save_merges_and_a_read_only_person_meets_no_edit_control(con
     expect(april.locator("#versions tr[data-version='3']")).to_contain_text("adam's description")
     expect(april.locator("form.restore")).to_have_count(0)
     console.shot(april, "editor-read-only-history")
+
+
+def tab_to(page, selector: str) -> None:
+    """Focus `selector` with the Tab key alone, as a person without a mouse does. In the YAML pane Tab indents:
+    Escape lets the next Tab leave it (twice when text is selected: the first Escape drops the selection)."""
+    for _ in range(400):
+        if page.evaluate("(s) => document.activeElement.matches(s)", selector):
+            return
+        if page.evaluate("() => !!document.activeElement.closest('.cm-content')"):
+            page.keyboard.press("Escape")
+            page.keyboard.press("Escape")
+        page.keyboard.press("Tab")
+    raise AssertionError(f"Tab never reached {selector}")
+
+
+def test_add_connect_and_delete_steps_with_the_keyboard_alone(console, browser):
+    page = console.login(browser, "olive")
+    page.goto(f"{console.url}/workflows/new-workflow/")
+    tab_to(page, "#new-workflow button[type=submit]")  # blank is chosen already
+    page.keyboard.press("Enter")
+    page.wait_for_selector(READY, timeout=WAIT)
+
+    mock = "#palette button[data-kind='agent:mock']"
+    tab_to(page, mock)
+    assert page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle") != "none"  # focus shows
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => window.forgeEditor.state.selected === 'mock_1'", timeout=WAIT)
+    page.keyboard.press("Enter")  # the next one goes after the selected step, and is selected in turn
+    page.wait_for_function("() => window.forgeEditor.state.selected === 'mock_2'", timeout=WAIT)
+
+    tab_to(page, "#inspector [data-path=depends_on]")
+    page.keyboard.type("mock_1")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => window.forgeEditor.state.outline.edges.some((e) => e.from === 'mock_1'"
+                           " && e.to === 'mock_2' && e.explicit)", timeout=WAIT)
+    connected = text(page)
+    assert "depends_on" in connected and "mock_1" in connected.split("id: mock_2", 1)[1]
+
+    tab_to(page, "#graph [role=application]")
+    page.keyboard.press("Delete")  # the selected step, mock_2
+    page.wait_for_function("() => window.forgeEditor.state.outline.steps.map((s) => s.id).join() === 'mock_1'",
+                           timeout=WAIT)
+    page.keyboard.press("Control+Z")  # on the graph: the page's one history brings it back, connected
+    page.wait_for_function("(want) => window.forgeEditor.text() === want", arg=connected, timeout=WAIT)
+    page.wait_for_function("() => window.forgeEditor.state.outline.steps.length === 2", timeout=WAIT)
+    expect(page.locator("#graph [data-editor-graph=delete]")).to_be_enabled(timeout=WAIT)  # chosen again
+    expect(page.locator("#inspector")).to_contain_text("Step mock_2")
+    console.shot(page, "editor-keyboard")

@@ -18,7 +18,9 @@ const state = {
   latestVersion: null, baseText: JSON.parse($("editor-base").textContent),
   revision: 0, // of the last request that sent text (typing, patch, save); answers to older ones are dropped
   checkedText: null, // the text the shown problems and outline are of
-  outline: { parsed: false, steps: [], edges: [] }, problems: [], valid: false, dirty: false,
+  drawn: null, // the outline of that text, for the graph, which says when it does not parse
+  outline: { parsed: false, steps: [], edges: [] }, // the last outline that parsed: steps, selection, inspector
+  problems: [], valid: false, dirty: false,
   placements: {}, selected: null, clipboard: "",
 };
 
@@ -94,7 +96,10 @@ function overtaken(answer) {
 
 // An answer's view of the text: problems, validity, outline.
 function take(data) {
-  if (data.outline) state.outline = data.outline;
+  if (data.outline) {
+    state.drawn = data.outline;
+    if (data.outline.parsed) state.outline = data.outline; // a half-typed line keeps the step chosen
+  }
   if (Array.isArray(data.problems)) state.problems = data.problems;
   state.valid = Boolean(data.valid);
   state.dirty = Boolean(data.dirty);
@@ -112,10 +117,12 @@ function problemsByStep() {
 }
 
 function draw() {
-  if (state.outline.parsed) pane.setSteps?.(state.outline.steps); // an unparsed text keeps the last steps' spans
+  if (state.drawn?.parsed) pane.setSteps?.(state.outline.steps); // an unparsed text keeps the last steps' spans
   pane.setProblems(state.problems);
-  graph?.update(state.outline, state.placements, problemsByStep());
+  graph?.update(state.drawn || state.outline, state.placements, problemsByStep());
   if (state.selected && !stepOf(state.selected)) state.selected = null;
+  // A step chosen before the graph had it (an undo brings it back with the cursor in it) is chosen there now.
+  if (graph && state.selected && !graph.selected().includes(state.selected)) graph.select(state.selected);
   inspector?.show(stepOf(state.selected), state.outline, problemsOf(state.selected));
   palette?.update(state.outline, state.selected);
   drawProblems();
