@@ -30,7 +30,7 @@ import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from engine.edit import PatchError, apply_patch, copy_steps
+from engine.edit import PatchError, apply_patch, changes_between, copy_steps
 from engine.edit.merge import lines
 from engine.validation import STEP_ID
 from engine.yamlload import YamlLoadError, load
@@ -723,3 +723,11 @@ def test_renaming_each_step_there_and_back_gives_the_same_bytes(path):
         assert there.text != text and apply_changes(text, there.changes) == there.text
         back = apply_patch(there.text, {"op": "step.rename", "id": "zz_renamed", "to": step_id})
         assert back.text == text, step_id
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab\n\r\t #:") + ["🚀", "é", "\ufeff", "\u2028"]), max_size=40),
+       st.text(alphabet=st.sampled_from(list("ab\n\r\t #:") + ["🚀", "é", "\ufeff", "\u2028"]), max_size=40))
+def test_changes_between_any_two_texts_replay_in_utf16_code_units(old, new):
+    assert apply_changes(old, changes_between(old, new)) == new
+    assert changes_between(old, old) == []
