@@ -268,3 +268,72 @@ def test_add_connect_and_delete_steps_with_the_keyboard_alone(console, browser):
     expect(page.locator("#graph [data-editor-graph=delete]")).to_be_enabled(timeout=WAIT)  # chosen again
     expect(page.locator("#inspector")).to_contain_text("Step mock_2")
     console.shot(page, "editor-keyboard")
+
+
+# A workflow a person wrote with notes everywhere: what the gestures do not touch must come back byte for byte.
+COMMENTED = """# Release train: every line here is a person's note
+name: release_train   # the train's name
+description: Build, test and ship   # shown on the list
+steps:
+  # build first
+  - id: build
+    agent: mock
+    command: make build   # the build
+
+  # tests run on the build
+  - id: test
+    agent: mock
+    command: 'make test'   # quoted on purpose
+    depends_on: [build]   # explicit too
+
+  # ship only what passed
+  - id: ship
+    agent: mock
+    command: >-
+      make ship
+    depends_on:
+      - test
+# the end
+"""
+
+
+def test_gestures_on_a_commented_workflow_keep_every_untouched_line_byte_for_byte(console, browser):
+    page = console.login(browser, "olive")
+    page.goto(f"{console.url}/workflows/new-workflow/")
+    page.fill("#yaml", COMMENTED)  # typing in it chooses "YAML I paste"
+    expect(page.locator("#source-paste")).to_be_checked()
+    page.click("text=Open in the editor")
+    page.wait_for_selector(READY, timeout=WAIT)
+    assert text(page) == COMMENTED
+    valid(page)
+
+    go_to_line(page, line_of(COMMENTED, "  - id: test") + 1)  # the cursor in a step's block chooses it
+    page.wait_for_function("() => window.forgeEditor.state.selected === 'test'", timeout=WAIT)
+    rename = page.locator("#inspector [data-path=id]")
+    rename.fill("check")
+    rename.press("Enter")
+    page.wait_for_function("() => window.forgeEditor.text().includes('- check')", timeout=WAIT)
+
+    page.click("#palette button[data-kind='agent:mock']")  # added after the chosen step, and chosen
+    page.wait_for_function("() => window.forgeEditor.state.selected === 'mock_1'", timeout=WAIT)
+    page.click("#graph [data-editor-graph=delete]")
+    page.wait_for_function("() => !window.forgeEditor.text().includes('mock_1')", timeout=WAIT)
+
+    go_to_line(page, line_of(COMMENTED, "  - id: build") + 1)
+    page.wait_for_function("() => window.forgeEditor.state.selected === 'build'", timeout=WAIT)
+    page.click("#graph [data-editor-graph=copy]")
+    expect(page.locator("#editor-said")).to_contain_text("Copied 1 step", timeout=WAIT)
+    page.click("#graph [data-editor-graph=paste]")
+    page.wait_for_function("() => window.forgeEditor.text().includes('- id: build_2')", timeout=WAIT)
+    valid(page)
+    save(page, "Renamed test, copied build")
+    expect(page.locator("#editor-said")).to_have_text(re.compile(r"Saved v1 of release_train\."), timeout=WAIT)
+    console.shot(page, "editor-commented-saved")
+
+    saved = source(console.deployment, "release_train", 1)
+    assert saved == text(page)
+    build = "  # build first\n  - id: build\n    agent: mock\n    command: make build   # the build\n\n"
+    # The rename changed the id and the one reference; the copy came with its own comment; the step added and
+    # deleted left nothing; every other byte is as the person wrote it.
+    assert saved == COMMENTED.replace("  - id: test\n", "  - id: check\n").replace(
+        "      - test\n", "      - check\n").replace(build, build + build.replace("id: build", "id: build_2"))
