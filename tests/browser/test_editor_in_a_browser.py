@@ -97,7 +97,10 @@ def test_a_bad_key_shows_in_the_list_and_the_gutter_goes_when_fixed_and_the_save
 
     page.evaluate("""() => {  // when each typing request leaves: at most two a second, however fast the typing
       const fetch = window.fetch, sent = (window.textSent = []);
-      window.fetch = (url, init) => { if (String(url).endsWith("/text")) sent.push(performance.now()); return fetch(url, init); };
+      window.fetch = (url, init) => {
+        if (String(url).endsWith("/text")) sent.push(performance.now());
+        return fetch(url, init);
+      };
     }""")
     page.keyboard.type("# checked by olive\n", delay=40)
     valid(page)
