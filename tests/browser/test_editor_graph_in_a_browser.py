@@ -7,97 +7,12 @@ a placement that ELK never moves, problems show as badges, and a new outline cha
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import shutil
-import threading
-from pathlib import Path
 
 import pytest
 
 from tests.browser.console import CHROMIUM
-
-ROOT = Path(__file__).resolve().parents[2]
-STATIC = ROOT / "forge" / "console" / "static" / "console"
-VENDOR = ROOT / "static" / "vendor"
-
-PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>editor graph</title><link rel="icon" href="data:,">
-<link rel="stylesheet" id="__________cytoscape_stylesheet" href="graph.css">
-<link rel="stylesheet" href="editor/graph_edit.css">
-<script src="vendor/cytoscape.min.js"></script><script src="vendor/elk-api.js"></script>
-<script src="graph_groups.js"></script><script src="graph.js"></script></head>
-<body><div id="palette"></div>
-<main style="display:flex;gap:1rem"><div id="graph" data-elk-worker="vendor/elk-worker.min.js" style="width:900px;height:600px"></div>
-<aside id="inspector" style="width:380px"></aside></main>
-<script type="module" src="fixture.js"></script></body></html>
-"""
-
-# What the editor page does with the calls, minus the server: they are recorded; the test draws the outlines.
-FIXTURE = """
-import { createEditorGraph } from "./editor/editor_graph.js";
-import { createInspector } from "./editor/inspector.js";
-import { createPalette } from "./editor/palette.js";
-const schema = await (await fetch("schema.json")).json();
-const said = (window.said = { ops: [], selected: [], placed: [], copied: [], pastes: 0 });
-let outline = { steps: [], edges: [] }, problems = {};
-const stepOf = (id) => outline.steps.find((s) => s.id === id) || null;
-const inspector = createInspector(document.getElementById("inspector"), { schema, onPatch: (op) => said.ops.push(op), onSelect: (id) => graph.select(id) });
-const palette = createPalette(document.getElementById("palette"), { schema, onPatch: (op) => said.ops.push(op) });
-const graph = createEditorGraph(document.getElementById("graph"), {
-  onPatch: (op) => said.ops.push(op), onPlace: (p) => said.placed.push(p), onCopy: (ids) => said.copied.push(ids),
-  onPaste: () => { said.pastes += 1; },
-  onSelect: (id) => { said.selected.push(id); palette.update(outline, id); inspector.show(stepOf(id), outline, problems[id] || []); },
-});
-window.show = (o, placements, p) => { outline = o; problems = p || {}; graph.update(o, placements || {}, problems); palette.update(o, null); };
-window.graph = graph;
-window.fixtureReady = true;
-"""
-
-
-def schema() -> dict:
-    """The format's schema as the server serves it (engine/schema.py), with the console's completions."""
-    try:
-        from engine.schema import lobsterx_schema
-        doc = lobsterx_schema()
-    except ImportError:  # until engine/schema.py lands: the same pydantic model's schema
-        from engine.model import Step
-        step = Step.model_json_schema()
-        doc = {"$defs": {**step.pop("$defs", {}), "Step": step}}
-    doc["x-forge"] = {"completions": {"agents": ["mock", "shell"], "library": [], "expressions": []}}
-    return doc
-
-
-def serve_fixture(folder: Path):
-    """The fixture page and the files it loads, served from `folder` on a free port; (url, server)."""
-    shutil.copytree(STATIC / "editor", folder / "editor")
-    for name in ("graph.js", "graph_groups.js", "graph.css"):
-        shutil.copy(STATIC / name, folder / name)
-    (folder / "vendor").mkdir()
-    for path in (VENDOR / "cytoscape" / "cytoscape.min.js", VENDOR / "elkjs" / "elk-api.js", VENDOR / "elkjs" / "elk-worker.min.js"):
-        shutil.copy(path, folder / "vendor" / path.name)
-    (folder / "index.html").write_text(PAGE)
-    (folder / "fixture.js").write_text(FIXTURE)
-    (folder / "schema.json").write_text(json.dumps(schema()))
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}/index.html", server
-
-
-def step(id_, kind="agent", agent=None, **fields):
-    """A step as engine.edit.outline gives it."""
-    return {"id": id_, "kind": kind, "agent": agent, "name": "", "lines": [1, 1],
-            "fields": {"id": id_, **({"agent": agent} if agent else {}), **fields}}
-
-
-def edge(a, b, explicit=True, via=("depends_on",)):
-    return {"from": a, "to": b, "explicit": explicit, "via": list(via)}
-
+from tests.browser.editor_graph_page import edge, serve_fixture, step
 
 # fetch -> summarize (implicit: summarize reads fetch's stdout), summarize -> review -> publish (explicit).
 OUTLINE = {"parsed": True, "error": None, "sequential": False, "name": "news", "steps": [
@@ -118,8 +33,9 @@ def browser():
 
 
 @pytest.fixture
-def page(browser, tmp_path):
+def page(browser, tmp_path, request):
     url, server = serve_fixture(tmp_path / "site")
+    url += getattr(request, "param", "")
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
     errors: list[str] = []
@@ -337,6 +253,8 @@ def test_a_new_outline_changes_only_what_changed(page):
     show(page, {"parsed": False, "error": {"code": "yaml", "message": "bad", "line": 1, "column": 1}, "steps": [], "edges": []})
     assert page.evaluate("() => window.graph.cy.nodes().length") == 3
     assert "does not parse" in page.locator(".editor-graph-says").inner_text()
+    show(page, changed)  # parsed again: the message goes
+    assert page.locator(".editor-graph-says").inner_text() == ""
 
 
 def test_copy_and_paste_and_duplicate_of_a_selection(page):
@@ -370,6 +288,25 @@ def test_a_long_chain_is_folded_and_opens_on_a_click(page, tmp_path):
     page.wait_for_function("() => window.graph.cy.nodes().filter((n) => n.visible() && !n.data('group')).length === 60",
                            timeout=30_000)
     page.screenshot(path=str(tmp_path / "editor-graph-chain.png"))
+
+
+@pytest.mark.parametrize("page", ["?readonly"], indirect=True)
+def test_read_only_the_graph_and_inspector_offer_no_edit_and_ask_for_nothing(page):
+    show(page)
+    drawn(page)
+    assert page.locator(".palette button:enabled").count() == 0
+    assert page.get_by_role("button", name="Delete the selected steps or edge (Delete key)").count() == 0
+    click(page, "summarize")
+    page.keyboard.press("Delete")
+    p = at(page, "review")
+    page.mouse.move(p["x"], p["y"])
+    page.mouse.down()
+    page.mouse.move(p["x"] + 50, p["y"] + 50, steps=5)
+    page.mouse.up()
+    assert page.locator(".editor-graph-handle").is_hidden()
+    assert page.locator("#inspector input:enabled, #inspector textarea:enabled, #inspector select:enabled").count() == 0
+    assert page.locator("#inspector").get_by_text("Step summarize (agent mock)").is_visible()
+    assert page.evaluate("() => [window.said.ops, window.said.placed]") == [[], []]
 
 
 PLACED = "name: placed\nsteps:\n  - {id: a, agent: mock, command: go}\n  - {id: b, agent: mock, command: go, depends_on: [a]}\n" \

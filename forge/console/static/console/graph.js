@@ -144,7 +144,8 @@
   function draw({ container, nodes, layout, placements, labelOf, classOf, drawn, laidOut }) {
     const placed = Object.fromEntries(nodes.filter((n) => placements && placements[n.id]).map((n) => [n.id, placements[n.id]]));
     const unplaced = nodes.filter((n) => !placed[n.id]);
-    const stored = layout && unplaced.every((n) => layout[n.id]) ? layout : null;
+    // Nothing to lay out when every step is placed or the kept layout has the rest.
+    const stored = unplaced.every((n) => layout && layout[n.id]) ? layout || {} : null;
     let full = settle(nodes, stored || quickLayout(nodes), placed); // every step's place, with nothing folded
     const big = nodes.length > 300;
     const Groups = window.forgeGraphGroups;

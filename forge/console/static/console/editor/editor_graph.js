@@ -119,6 +119,7 @@ export function createEditorGraph(container, options = {}) {
       container.classList.add("editor-graph-stale");
       return;
     }
+    if (container.classList.contains("editor-graph-stale")) says.textContent = "";
     container.classList.remove("editor-graph-stale");
     placed = placementsNow || {};
     problems = problemsByStep || {};
