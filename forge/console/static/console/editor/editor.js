@@ -444,7 +444,7 @@ async function start() {
   if (d.latest_version && d.base_version && d.latest_version > d.base_version) {
     say(`v${d.latest_version} was saved since your draft began on v${d.base_version}: saving will show a merge.`);
   }
-  window.forgeEditor = { text: () => pane.getText(), state }; // what a test (or a person's console) reads
+  window.forgeEditor = { text: () => pane.getText(), state, graph }; // what a test (or a person's console) reads
   root.dataset.ready = "true"; // the page has loaded the draft
 }
 
