@@ -142,9 +142,11 @@ export function createEditorGraph(container, options = {}) {
     Object.keys(mine).forEach((id) => { if (!steps.has(id) || samePlace(placed[id], mine[id])) delete mine[id]; });
 
     // A step or an edge added or removed: ELK lays out again every step nobody placed, so the editor shows what the
-    // workflow page will draw; placed steps stay, and the rest stay put while only fields change.
+    // workflow page will draw; placed steps stay, and the rest stay put while only fields change. On a large
+    // graph only the new steps are laid out: moving a thousand nodes is a frame of over 100 ms, and a person
+    // typing an id in the YAML changes the shape twice a second.
     const shapeNow = nodes.map((n) => n.id + "<" + n.deps.join(",")).join(";");
-    const reshaped = shapeNow !== lastShape;
+    const reshaped = shapeNow !== lastShape && !big();
     lastShape = shapeNow;
     arrange(first, first, reshaped);
   }
