@@ -154,7 +154,17 @@ class Editor:
                 chain.append(current)
             entry = parents.get(id(current))
             current = entry[0] if entry else None
-        for alias in self.aliases_of(chain):
+        stack = [node]  # and the anchors inside it, whose text goes or changes with it
+        while stack:
+            current = stack.pop()
+            if current is not node and current.anchor is not None:
+                chain.append(current)
+            if current.kind == "map":
+                for key, value in current.items:
+                    stack.extend((key, value))
+            elif current.kind == "seq":
+                stack.extend(current.items)
+        for alias in self.aliases_of(chain, (node.start, node.content_end())):
             self.expand(alias)
 
     # -- edits -----------------------------------------------------------------
@@ -185,19 +195,26 @@ class Editor:
             except ValueError:
                 pass
         end = node.content_end()
-        if parent.kind == "map":
+        if parent.kind == "map":  # the key keeps its characters (quotes, `? `): only what follows its colon changes
             key = slot[0]
-            text = render.entry(key.value, value, src.column(key.start), self.layout,
-                                block_style if block_style is not None else style)
-            start = key.start
+            start = self.text.index(":", key.end) + 1
+            text = render.entry("k", value, src.column(key.start), self.layout,
+                                block_style if block_style is not None else style)[2:]
         else:
             dash = src.dash(node)
             if dash < 0:
                 raise PatchError("bad_path", "that list item cannot be rewritten here")
-            text = render.sequence_item(value, src.column(dash), self.layout)[src.column(dash):]
-            start = dash
+            start = dash + 1
+            text = render.sequence_item(value, src.column(dash), self.layout)[src.column(dash) + 1:]
         if not (end > 0 and self.text[end - 1] == "\n") and text.endswith(src.newline):
             text = text[:-len(src.newline)]
+        line_end = src.line_end(end)
+        tail = self.text[end:line_end].rstrip("\r\n")
+        if "\n" in text and tail.strip().startswith("#"):  # its end-of-line comment moves up to the key's line
+            first, rest = text.split("\n", 1)
+            newline_cr = "\r" if first.endswith("\r") else ""
+            text = first.rstrip("\r") + "  " + tail.strip() + newline_cr + "\n" + rest
+            end += len(tail)
         self.splice(start, end, text)
 
     @staticmethod
@@ -253,7 +270,8 @@ class Editor:
                 self.splice(key.start, value.end, "")
             return
         line = src.line_start(key.start)
-        if src.text[line:key.start].strip(" "):  # `- key: value`: the dash stays, the next key moves up
+        if src.text[line:key.start].strip(" ") not in ("", "?"):  # `- key: value`: the dash stays, the next
+            # key moves up
             if position + 1 < len(mapping.items):
                 self.splice(key.start, mapping.items[position + 1][0].start, "")
             else:

@@ -359,13 +359,13 @@ def edge_add(source: Source, op: dict) -> Patched:
         editor.append_item(pair[1], a)
         steps[j]["depends_on"] = list(depends_on) + [a]
     else:
-        new = [a]
+        new = list(depends_on) + [a] if isinstance(depends_on, list) else [a]  # an alias: written out, plus a
         if pair is None and source.value.get("sequential") is True and j > 0:
             previous = next((d for d, why in deps[b] if why == "sequential"), None)
             if previous is not None and previous != a:
                 new = [previous, a]
         if pair is not None:
-            editor.replace(pair[1], node, pair, new)
+            editor.replace(pair[1], node, pair, _list_style(source, new))
         else:
             editor.add_entry(node, "depends_on", _list_style(source, new))
         steps[j]["depends_on"] = new

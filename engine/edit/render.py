@@ -119,7 +119,21 @@ def inline(value: Any) -> str:
     text = _dump({"k": value}, Layout(), flow=True).rstrip("\n")
     if not (text.startswith("{k: ") and text.endswith("}")) or "\n" in text:
         raise ValueError("the value does not fit on one line")
-    return text[4:-1]
+    text = text[4:-1]
+    if isinstance(value, (dict, list)) and not _reads_back(text, value):
+        text = json.dumps(value, ensure_ascii=False)  # JSON is YAML: for what ruamel writes wrong (`[:>]`)
+        if not _reads_back(text, value):
+            raise ValueError("the value cannot be written on one line")
+    return text
+
+
+def _reads_back(text: str, value: Any) -> bool:
+    from engine.edit.editor import same
+    from engine.yamlload import YamlLoadError, load
+    try:
+        return same(load("k: " + text).value["k"], value)
+    except YamlLoadError:
+        return False
 
 
 def scalar_like(value: Any, style: str) -> str:

@@ -124,3 +124,37 @@ def test_appending_after_a_block_scalar_that_ends_the_file_without_a_newline_kee
     assert copy_steps(text, ["b"]) == "- id: b\n  command: |-\n    y\n"
     assert apply(text, {"op": "field.set", "id": "a", "path": ["agent"], "value": "mock"}) == \
         text.replace("command: x", "command: x\n    agent: mock")
+
+
+def test_a_key_keeps_its_quotes_and_an_explicit_key_its_question_mark():
+    text = "name: wf\nvariables:\n  ? explicit key\n  : explicit value\n  \"quoted\": 1\nsteps:\n  - id: a\n" \
+        "    command: x\n"
+    assert apply(text, {"op": "field.set", "id": None, "path": ["variables", "explicit key"], "value": []}) == \
+        text.replace(": explicit value", ": []")
+    assert apply(text, {"op": "field.set", "id": None, "path": ["variables", "quoted"], "value": {"a": 1}}) == \
+        text.replace('  "quoted": 1\n', '  "quoted":\n    a: 1\n')
+    assert apply(text, {"op": "field.unset", "id": None, "path": ["variables", "explicit key"]}) == \
+        text.replace("  ? explicit key\n  : explicit value\n", "")
+
+
+def test_an_end_of_line_comment_moves_to_the_key_when_its_value_becomes_a_block():
+    text = "name: wf\nsteps:\n  - id: a\n    command: &c x\n  - id: b\n    command: *c   # shared\n"
+    assert apply(text, {"op": "field.set", "id": "b", "path": ["command"], "value": "one\ntwo"}) == \
+        "name: wf\nsteps:\n  - id: a\n    command: &c x\n  - id: b\n    command: |-  # shared\n      one\n      two\n"
+
+
+def test_a_value_ruamel_would_write_wrong_on_one_line_is_written_as_json():
+    text = "name: wf\nsteps:\n  - id: a\n    command: x\n    outputs: {y: {type: string}}\n"
+    assert apply(text, {"op": "field.set", "id": "a", "path": ["outputs", "y"], "value": [":>"]}) == \
+        text.replace("{y: {type: string}}", '{y: [":>"]}')
+
+
+def test_edges_and_unsets_around_anchors():
+    text = "name: wf\nvariables:\n  greeting: &hello hi\nsteps:\n  - id: a\n    command: *hello\n" \
+        "    depends_on: &deps []\n  - id: b\n    command: b\n    depends_on: &d [a]\n  - id: c\n" \
+        "    command: c\n    depends_on: *d   # like b\n"
+    assert apply(text, {"op": "edge.add", "from": "b", "to": "c"}) == text.replace("*d   # like b", "[a, b]   # like b")
+    assert apply(text, {"op": "edge.add", "from": "c", "to": "b"}) == \
+        text.replace("&d [a]", "&d [a, c]").replace("*d   # like b", "[a]   # like b")
+    assert apply(text, {"op": "field.unset", "id": None, "path": ["variables"]}) == \
+        text.replace("variables:\n  greeting: &hello hi\n", "").replace("*hello", "hi")
