@@ -202,6 +202,24 @@ def test_the_inspector_checks_as_typed_and_asks_for_one_patch_a_field(page, tmp_
     page.screenshot(path=str(tmp_path / "editor-graph-inspector.png"))
 
 
+def test_a_field_of_a_name_or_a_mapping_takes_either(page):
+    """workflow_ref is a workflow's name or {name, version, args}: typed as text, or as JSON when it opens with {."""
+    outline = {"parsed": True, "steps": [step("sub", kind="subworkflow", workflow_ref="other")], "edges": []}
+    show(page, outline)
+    drawn(page, 1)
+    click(page, "sub")
+    ref = page.locator('#inspector [data-path="workflow_ref"]')
+    assert ref.input_value() == "other"
+    ref.fill('{"name": "other", "version": 0}')
+    assert "version must be at least 1" in page.locator("#inspector .inspector-message:not(:empty)").first.inner_text()
+    ref.fill('{"name": "other", "version": 2}')
+    ref.press("Enter")
+    assert wait_ops(page, 1) == [{"op": "field.set", "id": "sub", "path": ["workflow_ref"], "value": {"name": "other", "version": 2}}]
+    ref.fill("another")
+    ref.press("Enter")
+    assert wait_ops(page, 2)[-1] == {"op": "field.set", "id": "sub", "path": ["workflow_ref"], "value": "another"}
+
+
 def test_enter_takes_the_keyboard_to_the_inspector(page):
     show(page)
     drawn(page)

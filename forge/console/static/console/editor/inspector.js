@@ -101,10 +101,14 @@ export function check(value, schema, root, depth = 0) {
 }
 
 // Which widget a field gets: "object" (nested fields), "enum", "boolean", "number", "integer", "lines" (a list
-// of strings, one a line), "text", "any" (a number or a text) or "json".
+// of strings, one a line), "text", "any" (a number or a text), "mixed" (a text, or JSON when it starts with { or
+// [) or "json".
 function widgetOf(s, root) {
   const alts = options(s, root);
-  if (alts.length !== 1) return alts.every((a) => a.type === "string" || a.const !== undefined || a.enum) ? "text" : "json";
+  if (alts.length !== 1) {
+    if (alts.every((a) => a.type === "string" || a.const !== undefined || a.enum)) return "text";
+    return alts.some((a) => a.type === "string") ? "mixed" : "json"; // e.g. workflow_ref: a name or a mapping
+  }
   const a = alts[0];
   if (a.enum || a.const !== undefined) return "enum";
   if (a.type === "boolean") return "boolean";
@@ -192,6 +196,7 @@ export function createInspector(container, opts = {}) {
           return n;
         }
         if (kind === "any") return /^-?\d+(\.\d+)?$/.test(text) ? Number(text) : text;
+        if (kind === "mixed" && /^[[{]/.test(text)) { try { return JSON.parse(text); } catch (e) { throw new Error("is not JSON: " + e.message); } }
         return input.value;
       };
     }
