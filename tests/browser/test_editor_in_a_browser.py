@@ -272,6 +272,13 @@ def test_add_connect_and_delete_steps_with_the_keyboard_alone(console, browser):
     expect(page.locator("#inspector")).to_contain_text("Step mock_2")
     console.shot(page, "editor-keyboard")
 
+    draft = page.url
+    page.once("dialog", lambda dialog: dialog.accept())  # "Discard your draft?"
+    tab_to(page, "#discard")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{console.url}/workflows/")  # never saved: back to the list, and the draft is gone
+    assert page.goto(draft).status == 404
+
 
 # A workflow a person wrote with notes everywhere: what the gestures do not touch must come back byte for byte.
 COMMENTED = """# Release train: every line here is a person's note
