@@ -33,7 +33,9 @@ def _examples() -> list[str]:
 
 def _blank() -> str:
     taken = set(Workflow.objects.filter(name__startswith="new_workflow").values_list("name", flat=True))
-    name = next(n for n in ("new_workflow", *(f"new_workflow_{i}" for i in range(2, 10_000))) if n not in taken)
+    n = 1
+    while (name := "new_workflow" if n == 1 else f"new_workflow_{n}") in taken:
+        n += 1
     return BLANK.format(name=name)
 
 
@@ -52,7 +54,7 @@ def _text(request) -> str:
         name = request.POST.get("example", "")
         if name not in _examples():
             raise Refused("there is no such example")
-        return (EXAMPLES / f"{name}.yaml").read_text(encoding="utf-8")
+        return (EXAMPLES / f"{name}.yaml").read_bytes().decode("utf-8")  # as the file is: its line endings too
     if source == "workflow":
         workflow = Workflow.objects.filter(name=request.POST.get("workflow", "")).first()
         version = workflow.latest_version() if workflow else None
