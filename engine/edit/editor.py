@@ -186,7 +186,10 @@ class Editor:
             return
         if not collection and not multiline and style not in ("|", ">") and (
                 node.kind in ("scalar", "alias") or node.flow):
-            self.splice(node.start, node.end, self._inline(value, style))
+            text = self._inline(value, style)
+            if node.start == node.end and node.start and self.text[node.start - 1] not in " \t":
+                text = " " + text  # an empty value right after its `:` or `-`
+            self.splice(node.start, node.end, text)
             return
         if node.kind in ("map", "seq") and node.flow and not _has_comment(self.text, node):
             try:
@@ -195,11 +198,14 @@ class Editor:
             except ValueError:
                 pass
         end = node.content_end()
+        if node.start == node.end:  # an empty value: the spaces after its indicator go with it
+            while end < len(self.text) and self.text[end] in " \t":
+                end += 1
         if parent.kind == "map":  # the key keeps its characters (quotes, `? `): only what follows its colon changes
             key = slot[0]
             start = self.text.index(":", key.end) + 1
             text = render.entry("k", value, src.column(key.start), self.layout,
-                                block_style if block_style is not None else style)[2:]
+                                block_style if block_style is not None else style if style in ("|", ">") else "")[2:]
         else:
             dash = src.dash(node)
             if dash < 0:

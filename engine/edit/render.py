@@ -49,7 +49,11 @@ def _new_dumper(map_indent: int, seq_offset: int, flow: bool) -> YAML:
 
 def _dump(data: Any, layout: Layout, flow: bool = False) -> str:
     out = io.StringIO()
-    _dumper(layout.map_indent, layout.seq_offset, flow).dump(data, out)
+    try:
+        _dumper(layout.map_indent, layout.seq_offset, flow).dump(data, out)
+    except Exception:
+        _local.__dict__.pop("dumpers", None)  # a dump that failed half-way leaves its YAML object unusable
+        raise
     return out.getvalue()
 
 
@@ -66,7 +70,7 @@ def prepare(value: Any, block_style: str = "") -> Any:
     """Plain values for ruamel: a multi-line string becomes a `|` block (or `>` when it was one)."""
     if isinstance(value, str):
         lines = value.split("\n")
-        if ("\n" in value.rstrip("\n") or block_style) and _printable(value) \
+        if ("\n" in value.rstrip("\n") or block_style) and value.strip("\n") and _printable(value) \
                 and not any(line != line.rstrip(" \t") for line in lines) and not value.startswith((" ", "\t")):
             return FoldedScalarString(value) if block_style == ">" and "\n" not in value.rstrip("\n") \
                 else LiteralScalarString(value)
@@ -116,11 +120,13 @@ def sequence_item(value: Any, dash_column: int, layout: Layout) -> str:
 
 def inline(value: Any) -> str:
     """One line of YAML for a value, safe in block and flow context: `a`, `'a: b'`, `[a, b]`, `{x: 1}`."""
+    if isinstance(value, FlowList):
+        value = list(value)
     text = _dump({"k": value}, Layout(), flow=True).rstrip("\n")
     if not (text.startswith("{k: ") and text.endswith("}")) or "\n" in text:
         raise ValueError("the value does not fit on one line")
     text = text[4:-1]
-    if isinstance(value, (dict, list)) and not _reads_back(text, value):
+    if not _reads_back(text, value):
         text = json.dumps(value, ensure_ascii=False)  # JSON is YAML: for what ruamel writes wrong (`[:>]`)
         if not _reads_back(text, value):
             raise ValueError("the value cannot be written on one line")
@@ -130,8 +136,8 @@ def inline(value: Any) -> str:
 def _reads_back(text: str, value: Any) -> bool:
     from engine.edit.editor import same
     from engine.yamlload import YamlLoadError, load
-    try:
-        return same(load("k: " + text).value["k"], value)
+    try:  # in block and in flow context
+        return same(load("k: " + text).value["k"], value) and same(load("k: [" + text + "]").value["k"], [value])
     except YamlLoadError:
         return False
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import yaml
 
+from engine.yamlload import _SPECIAL_START, _key_text, resolve_plain
+
 _Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -71,6 +73,8 @@ def build(text: str) -> Node:
             node.end = event.end_mark.index
             node.value = event.value
             node.style = event.style or ""
+            if not node.value and not node.style and event.anchor is None:
+                node.start = node.end = _after_indicator(text, node.start)
             if node.style in ("|", ">"):
                 node.end = _block_scalar_end(text, node)
         elif kind is yaml.AliasEvent:
@@ -112,10 +116,21 @@ def _place(stack: list[Node], pending_key: list, node: Node) -> None:
     if parent.kind == "seq":
         parent.items.append(node)
     elif pending_key[-1] is None:
+        if node.kind == "scalar" and not node.style and node.value and node.value[0] in _SPECIAL_START:
+            key = resolve_plain(node.value)  # as engine.yamlload names a plain key: `~:` is the key "null"
+            node.value = key if isinstance(key, str) else _key_text(key)
         pending_key[-1] = node
     else:
         parent.items.append((pending_key[-1], node))
         pending_key[-1] = None
+
+
+def _after_indicator(text: str, index: int) -> int:
+    """An empty value (`key:`, `- `) has its place right after its `:` or `-`, not at the next token."""
+    i = index - 1
+    while i >= 0 and text[i] in " \t\r\n":
+        i -= 1
+    return i + 1 if i >= 0 and text[i] in ":-?,[{" else index
 
 
 def _block_scalar_end(text: str, node: Node) -> int:
