@@ -267,21 +267,22 @@ class Editor:
         src = self.source
         key, value = pair
         position = mapping.items.index(pair)
+        begin = src.key_begin(key)
+        following = src.key_begin(mapping.items[position + 1][0]) if position + 1 < len(mapping.items) else None
         if mapping.flow:
-            if position + 1 < len(mapping.items):
-                self.splice(key.start, mapping.items[position + 1][0].start, "")
+            if following is not None:
+                self.splice(begin, following, "")
             elif position > 0:
                 self.splice(mapping.items[position - 1][1].end, value.end, "")
             else:
-                self.splice(key.start, value.end, "")
+                self.splice(begin, value.end, "")
             return
-        line = src.line_start(key.start)
-        if src.text[line:key.start].strip(" ") not in ("", "?"):  # `- key: value`: the dash stays, the next
-            # key moves up
-            if position + 1 < len(mapping.items):
-                self.splice(key.start, mapping.items[position + 1][0].start, "")
+        line = src.line_start(begin)
+        if src.text[line:begin].strip(" "):  # `- key: value`: the dash stays, the next key moves up
+            if following is not None:
+                self.splice(begin, following, "")
             else:
-                self.splice(key.start, src.line_end(value.content_end()), src.newline)
+                self.splice(begin, src.line_end(value.content_end()), src.newline)
             return
         self.splice(line, src.line_end(value.content_end()), "")
 

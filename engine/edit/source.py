@@ -73,6 +73,13 @@ class Source:
         line = self.text[start:end].strip(" \t\r\n")
         return not line or line.startswith("#")
 
+    def key_begin(self, key) -> int:
+        """Where a mapping entry begins: its key, or the `?` of an explicit key."""
+        i = key.start - 1
+        while i >= 0 and self.text[i] in " \t":
+            i -= 1
+        return i if i >= 0 and self.text[i] == "?" else key.start
+
     def dash(self, node) -> int:
         """The index of the `-` that introduces a block list item (it may stand on a line of its own), or -1."""
         i = node.start - 1
