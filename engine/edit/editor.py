@@ -187,9 +187,12 @@ class Editor:
         if not collection and not multiline and style not in ("|", ">") and (
                 node.kind in ("scalar", "alias") or node.flow):
             text = self._inline(value, style)
-            if node.start == node.end and node.start and self.text[node.start - 1] not in " \t":
-                text = " " + text  # an empty value right after its `:` or `-`
-            self.splice(node.start, node.end, text)
+            end = node.end
+            if node.start == node.end:  # an empty value right after its `:` or `-`, with the spaces after it
+                text = " " + text
+                while end < len(self.text) and self.text[end] in " \t":
+                    end += 1
+            self.splice(node.start, end, text)
             return
         if node.kind in ("map", "seq") and node.flow and not _has_comment(self.text, node):
             try:

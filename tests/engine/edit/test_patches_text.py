@@ -158,3 +158,26 @@ def test_edges_and_unsets_around_anchors():
         text.replace("&d [a]", "&d [a, c]").replace("*d   # like b", "[a]   # like b")
     assert apply(text, {"op": "field.unset", "id": None, "path": ["variables"]}) == \
         text.replace("variables:\n  greeting: &hello hi\n", "").replace("*hello", "hi")
+
+
+def test_empty_values_are_filled_in_place():
+    text = "name: wf\ndescription:\n  - a\n  - \nx:\nsteps:\n  - id: a\n    command:\n"
+    assert apply(text, {"op": "field.set", "id": None, "path": ["description", 1], "value": "b"}) == \
+        text.replace("  - \n", "  - b\n")
+    assert apply(text, {"op": "field.set", "id": None, "path": ["x"], "value": 3}) == text.replace("x:\n", "x: 3\n")
+    assert apply(text, {"op": "field.set", "id": "a", "path": ["command"], "value": "hi"}) == \
+        text.replace("    command:\n", "    command: hi\n")
+    assert apply(text, {"op": "field.set", "id": "a", "path": ["command", "a"], "value": 1}) == \
+        text.replace("    command:\n", "    command:\n      a: 1\n")
+
+
+def test_plain_keys_are_named_as_the_loader_names_them():
+    text = "name: wf\nx:\n  ~: 1\n  1.0: 2\n  ? k\n  : v\n  last: 3\nsteps:\n  - id: a\n    command: c\n"
+    assert apply(text, {"op": "field.set", "id": None, "path": ["x", "null"], "value": 5}) == \
+        text.replace("~: 1", "~: 5")
+    assert apply(text, {"op": "field.set", "id": None, "path": ["x", "1.0"], "value": 5}) == \
+        text.replace("1.0: 2", "1.0: 5")
+    assert apply(text, {"op": "field.unset", "id": None, "path": ["x", "1.0"]}) == text.replace("  1.0: 2\n", "")
+    first = "name: wf\nx:\n  - a: 1\n    ? k\n    : v\nsteps:\n  - id: a\n    command: c\n"
+    assert apply(first, {"op": "field.unset", "id": None, "path": ["x", 0, "a"]}) == \
+        "name: wf\nx:\n  - ? k\n    : v\nsteps:\n  - id: a\n    command: c\n"
