@@ -1,6 +1,6 @@
 // The YAML pane's schema lint and the schema lookups its completion uses: the text is checked against the
-// .lobsterX JSON Schema (GET /editor/schema.json) by walking CodeMirror's own Lezer syntax tree, so a keystroke
-// costs no second parse (the tree is reparsed incrementally by CodeMirror). The server's validator stays the
+// .lobsterX JSON Schema (GET /editor/schema.json) by walking the syntax tree of Lezer's YAML parser, one piece of
+// the text at a time (see lintCache), so a keystroke re-parses the piece it changed. The server's validator stays the
 // judge (cycles, references, the library); this lint only says early what the schema alone can tell: unknown
 // keys, missing required keys, a value of the wrong type, a value outside its enum.
 // Scalars are read as the server's loader reads them (engine/yamlload.py: the YAML 1.2 core schema).

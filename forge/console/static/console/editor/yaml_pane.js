@@ -9,8 +9,9 @@ import {
   foldGutter, foldKeymap, indentOnInput, syntaxHighlighting, defaultHighlightStyle, bracketMatching,
   indentUnit, history, historyKeymap, defaultKeymap, indentWithTab, undo, redo, search,
   searchKeymap, highlightSelectionMatches, autocompletion, completionKeymap, closeBrackets, closeBracketsKeymap,
-  linter, lintGutter, lintKeymap, forceLinting, yaml, yamlLanguage,
+  linter, lintGutter, lintKeymap, forceLinting, yamlParser,
 } from "../../vendor/codemirror/codemirror.js";
+import { yamlLines } from "./yaml_lines.js";
 import { lintCache, lintText } from "./schema_lint.js";
 import { yamlCompletions } from "./yaml_complete.js";
 
@@ -88,7 +89,7 @@ export function createYamlPane(parent, { text = "", schema = null, readOnly = fa
       return view.state.doc !== state.doc;
     };
     const lint = currentSchema && state.doc.length <= MAX_LINT_CHARS;
-    const found = lint ? await lintText(state.doc.toString(), currentSchema, yamlLanguage.parser, pieces, pause) : [];
+    const found = lint ? await lintText(state.doc.toString(), currentSchema, yamlParser, pieces, pause) : [];
     const took = performance.now() - started;
     busiest = Math.max(busiest, performance.now() - sliceFrom);
     Object.assign(lintStats, { last: took, max: Math.max(lintStats.max, took), runs: lintStats.runs + 1,
@@ -106,7 +107,7 @@ export function createYamlPane(parent, { text = "", schema = null, readOnly = fa
         history({ minDepth: HISTORY_DEPTH }), drawSelection(), dropCursor(), EditorState.allowMultipleSelections.of(true),
         indentOnInput(), syntaxHighlighting(defaultHighlightStyle, { fallback: true }), bracketMatching(),
         closeBrackets(), rectangularSelection(), crosshairCursor(), highlightActiveLine(), highlightSelectionMatches(),
-        search({ top: true }), indentUnit.of("  "), EditorState.tabSize.of(2), yaml(),
+        search({ top: true }), indentUnit.of("  "), EditorState.tabSize.of(2), yamlLines(),
         autocompletion({ override: [yamlCompletions(() => currentSchema, () => lists)] }),
         linter(lintSource, { delay: LINT_DELAY_MS, needsRefresh: (update) => update.transactions.some(
           (tr) => tr.effects.some((e) => e.is(relint) || e.is(setServerProblems))) }),
