@@ -44,7 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from playwright.sync_api import sync_playwright  # noqa: E402
+from playwright.sync_api import Error as PlaywrightError, sync_playwright  # noqa: E402
 
 from tests.browser.console import CHROMIUM, Console  # noqa: E402 - after ROOT is importable
 from tests.cluster.harness import deployed  # noqa: E402
@@ -52,7 +52,9 @@ from tests.cluster.harness import deployed  # noqa: E402
 BACKENDS = {"embedded": ("sqlite", "SQLite WAL + django-q2 ORM broker, consumers poll"),
             "postgres": ("postgres", "PostgreSQL + Redis, wake-ups through channels_redis")}
 TARGETS = {"p95_ms": {"embedded": 250, "postgres": 100}, "draw_s": 2.0, "longest_task_ms": 200,
-           "server_ms_per_1000": 20}
+           "server_ms_per_1000": 20, "editor_open_s": 2.0, "patch_p95_ms": {"embedded": 100},
+           "text_p95_ms": 150, "editor_task_ms": 50}
+PHASES = ("latency", "draw", "burst", "server", "editor_open", "editor_requests", "editor_tasks")
 # Predicates are functions: the page's Content-Security-Policy (no 'unsafe-eval') refuses an expression.
 LIVE = "() => document.getElementById('live').dataset.state === 'live'"
 
@@ -214,17 +216,267 @@ class Bench:
                 "run_view_ms": round(measured["run_view_ms"], 1)}
 
 
+# -- the workflow editor (issue 20) --------------------------------------------------------------------------------
+EDITOR_READY = "#editor[data-ready=true]"
+# Polled every frame: the draft's answer taken (its text in the pane, its problems drawn, Valid or not shown) and the
+# graph holding nodes; the time of that frame since navigation start.
+EDITOR_DRAWN = """(length) => {
+  const e = window.forgeEditor, state = document.getElementById('validity').dataset.state;
+  return document.querySelector('#editor[data-ready=true]') && e && e.graph && e.graph.cy.nodes().length > 0
+    && e.text().length === length && (state === 'valid' || state === 'invalid') && performance.now();
+}"""
+EDITOR_STATE = """(length) => {
+  const e = window.forgeEditor, v = document.getElementById('validity');
+  return { ready: document.getElementById('editor').dataset.ready || null,
+           nodes: e && e.graph && e.graph.cy.nodes().length, text: e ? e.text().length : null, length, validity: v && v.textContent };
+}"""
+LONG_TASKS = """
+window.longTasks = [];
+new PerformanceObserver((list) => window.longTasks.push(...list.getEntries().map((e) => e.duration)))
+  .observe({ type: "longtask", buffered: true });
+"""
+# Requests from the page, with its session and CSRF token, each timed in the page from before fetch() to its JSON
+# read: what the editor's controller does for a gesture (patch) or a pause in typing (text).
+POSTER = """() => {
+  const root = document.getElementById('editor');
+  const csrf = document.querySelector('#editor-csrf input[name=csrfmiddlewaretoken]').value;
+  window.bench = { api: root.dataset.api, text: window.forgeEditor.text(),
+                   revision: window.forgeEditor.state.revision };
+  window.bench.post = async (path, body) => {
+    const t = performance.now();
+    const response = await fetch(window.bench.api + path, { method: 'POST', credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-CSRFToken': csrf },
+      body: JSON.stringify({ ...body, revision: ++window.bench.revision }) });
+    const data = await response.json();
+    return { ms: performance.now() - t, status: response.status, data };
+  };
+}"""
+PATCH = """async (op) => {
+  const r = await window.bench.post('patch', { text: window.bench.text, op });
+  if (r.status === 200) window.bench.text = r.data.text;
+  return { ms: r.ms, status: r.status, code: r.data.error ? r.data.error.code : null };
+}"""
+TEXT = """async (text) => {
+  const r = await window.bench.post('text', { text });
+  return { ms: r.ms, status: r.status, problems: (r.data.problems || []).length };
+}"""
+# The YAML pane's EditorView, from the vendored bundle the page loaded (the page keeps its pane to itself).
+PANE_AT = """async (line) => {
+  const url = performance.getEntriesByType('resource').map((e) => e.name).find((n) => /codemirror[^/]*\\.js$/.test(n));
+  const { EditorView } = await import(url);
+  const view = EditorView.findFromDOM(document.querySelector('#yaml .cm-editor'));
+  const at = view.state.doc.line(line).to;
+  view.dispatch({ selection: { anchor: at }, scrollIntoView: true });
+  view.focus();
+}"""
+TYPED = "retry again "
+
+
+def editor_yaml(name: str, n: int, shape: str) -> str:
+    """A workflow of `n` mock steps of the editor graph bench's shapes (tests/browser/editor_graph_page.big_outline:
+    "dag", each step after one or two of the 30 before it, nothing folds; "lanes", a step then ten chains, which
+    fold into ten), in block style with a comment now and then; each step's `command:` line ends its block."""
+    from tests.browser.editor_graph_page import big_outline
+
+    outline = big_outline(n, shape)
+    deps: dict[str, list[str]] = {}
+    for e in outline["edges"]:
+        deps.setdefault(e["to"], []).append(e["from"])
+    lines = [f"name: {name}", f"description: {n} mock steps ({shape}), written by bench/console_bench.py", "steps:"]
+    for k, s in enumerate(outline["steps"]):
+        if k % 100 == 0:
+            lines.append(f"  # steps {k} to {k + 99}")
+        lines += [f"  - id: {s['id']}", "    agent: mock"]
+        if s["id"] in deps:
+            lines.append(f"    depends_on: [{', '.join(deps[s['id']])}]")
+        lines.append(f"    command: go {k}")
+    return "\n".join(lines) + "\n"
+
+
+def patch_ops(text: str, count: int) -> list[dict]:
+    """`count` ops in turn field.set, edge.add and step.rename over the steps of `text` (editor_yaml's): edges go
+    from a step to one later in the document (never a cycle), renames each take a step not renamed before, and later
+    ops name the steps by their new ids."""
+    ids = [line.split("id: ", 1)[1] for line in text.splitlines() if line.startswith("  - id: ")]
+    now = dict(zip(ids, ids))
+    ops = []
+    for k in range(count):
+        i = (k * 7) % (len(ids) - 12)
+        a, b = now[ids[i]], now[ids[i + 11]]
+        kind = k % 3
+        if kind == 0:
+            ops.append({"op": "field.set", "id": a, "path": ["command"], "value": f"go again {k}"})
+        elif kind == 1:
+            ops.append({"op": "edge.add", "from": a, "to": b})
+        else:
+            renamed = ids[(k * 5) % len(ids)]
+            new = f"{now[renamed]}_r"
+            ops.append({"op": "step.rename", "id": now[renamed], "to": new})
+            now[renamed] = new
+    return ops
+
+
+def typed_texts(text: str, count: int) -> list[str]:
+    """The texts a person makes typing `count` characters at the end of the middle step's `command:` line."""
+    lines = text.splitlines(keepends=True)
+    commands = [k for k, line in enumerate(lines) if line.startswith("    command: ")]
+    at = commands[len(commands) // 2]
+    words = (" and check it again" * (count // 19 + 1))[:count]
+    head, line, tail = "".join(lines[:at]), lines[at].rstrip("\n"), "".join(lines[at + 1:])
+    return [f"{head}{line}{words[:k]}\n{tail}" for k in range(1, count + 1)]
+
+
+def p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20, method="inclusive")[-1] if len(values) > 1 else values[0]
+
+
+def summary(ms: list[float]) -> dict:
+    return {"count": len(ms), "p50_ms": round(statistics.median(ms), 1), "p95_ms": round(p95(ms), 1),
+            "max_ms": round(max(ms), 1)}
+
+
+class EditorBench:
+    """The editor page of a saved workflow, opened by olive (an Operator) in Chromium against daphne."""
+
+    def __init__(self, console: Console, browser):
+        self.console = console
+        self.dep = console.deployment
+        self.browser = browser
+
+    def saved(self, name: str, n: int, shape: str) -> str:
+        """`name` saved with editor_yaml's text (passed as a file: a command line argument holds 128 KiB)."""
+        text = editor_yaml(name, n, shape)
+        path = self.dep.workdir / f"{name}.yaml"
+        path.write_text(text)
+        self.dep.query("from pathlib import Path\nfrom forge.workflows.services import workflow_version_save\n"
+                       f"result = workflow_version_save(user=None, source=Path({str(path)!r}).read_text()).number")
+        return text
+
+    def editor(self, name: str, length: int):
+        """A new logged-in page on the editor of `name`, drawn; (page, seconds from navigation start to drawn)."""
+        context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.add_init_script(LONG_TASKS)
+        page = self.console.login_in(context, "olive")
+        page.goto(f"{self.console.url}/workflows/{name}/edit/")
+        try:
+            drawn = page.wait_for_function(EDITOR_DRAWN, arg=length, polling="raf", timeout=120_000).json_value()
+        except PlaywrightError:
+            raise RuntimeError(f"the editor of {name} was not drawn: {page.evaluate(EDITOR_STATE, length)}") from None
+        return page, drawn / 1000
+
+    def open(self, n: int) -> dict:
+        """Navigation to /workflows/<name>/edit/ -> the graph drawn, the text in the pane and the draft's first
+        validation answered (its problems drawn, Valid shown), for both shapes; the first open makes the draft,
+        the second finds it; then the time to ELK's places."""
+        figures = {"steps": n}
+        for shape in ("dag", "lanes"):
+            name = f"bench_editor_{shape}_{n}"
+            text = self.saved(name, n + (shape == "lanes"), shape)  # lanes: a step, then ten chains of n / 10
+            for visit in ("first", "again"):
+                page, drawn_s = self.editor(name, len(text))
+                page.wait_for_function("() => document.getElementById('graph').dataset.layout === 'done'",
+                                       timeout=120_000)
+                laid = page.evaluate("() => performance.now()") / 1000
+                figures[f"{shape}_{visit}"] = {
+                    "drawn_s": round(drawn_s, 2), "laid_out_s": round(laid, 2),
+                    "nodes": page.evaluate("() => window.forgeEditor.graph.cy.nodes().length"),
+                    "valid": page.evaluate("() => window.forgeEditor.state.valid"),
+                    "open_longest_task_ms": round(max(page.evaluate("window.longTasks"), default=0), 1)}
+                page.context.close()
+        return figures
+
+    def requests(self, n: int, ops: int, keys: int) -> dict:
+        """Patch and text round trips on an `n`-step workflow, one after the other, from its editor page."""
+        name = f"bench_editor_small_{n}"
+        text = self.saved(name, n, "dag")
+        page, _ = self.editor(name, len(text))
+        page.evaluate(POSTER)
+        page.evaluate(TEXT, text)  # untimed: the first request of a daphne worker thread
+        patched = [page.evaluate(PATCH, op) for op in patch_ops(text, ops)]
+        refused = [p for p in patched if p["status"] != 200]
+        typed = [page.evaluate(TEXT, t) for t in typed_texts(page.evaluate("() => window.bench.text"), keys)]
+        page.context.close()
+        if refused:
+            raise RuntimeError(f"patches refused: {refused[:3]}")
+        return {"steps": n, "patch": {**summary([p["ms"] for p in patched]),
+                                      "kinds": sorted({op["op"] for op in patch_ops(text, ops)})},
+                "text": {**summary([t["ms"] for t in typed]), "valid_answers": sum(t["problems"] == 0 for t in typed)}}
+
+    def tasks(self, n: int, moves: int, keys: int) -> dict:
+        """The longest main-thread task on the editor of an `n`-step workflow (nothing folds: every node drawn)
+        while a step is dragged `moves` pointer moves and dropped (its place kept), then while `keys` keys are
+        typed 40 ms apart at the end of a step's command in the YAML pane (the validations they cause answered
+        and drawn: the graph, the problems, the inspector)."""
+        name = f"bench_editor_dag_{n}"
+        text = self.saved(name, n, "dag")  # the same text again: the same version
+        page, _ = self.editor(name, len(text))
+        page.wait_for_function("() => document.getElementById('graph').dataset.layout === 'done'", timeout=120_000)
+        page.wait_for_timeout(500)  # the open's own tasks reported, apart from the drag's
+        page.evaluate("() => window.longTasks.splice(0)")
+        target = page.evaluate("() => { const n = window.forgeEditor.graph.cy.nodes().filter((x) => !x.data('group')"
+                               " && x.visible()); return n[Math.floor(n.length / 2)].id(); }")
+        at = page.evaluate("(id) => window.forgeEditor.graph.cy.getElementById(id).renderedPosition()", target)
+        if not page.evaluate("(p) => p.x > 20 && p.y > 20 && p.x < window.forgeEditor.graph.cy.width() - 20"
+                             " && p.y < window.forgeEditor.graph.cy.height() - 20", at):
+            page.evaluate("(id) => window.forgeEditor.graph.select(id)", target)  # brings it into view
+            page.wait_for_timeout(300)
+            at = page.evaluate("(id) => window.forgeEditor.graph.cy.getElementById(id).renderedPosition()", target)
+        box = page.locator(".editor-graph-canvas").bounding_box()
+        x, y = box["x"] + at["x"], box["y"] + at["y"]
+        with page.expect_response(lambda r: r.url.endswith("/placements") and r.request.method == "POST",
+                                  timeout=60_000) as kept:
+            page.mouse.move(x, y)
+            page.mouse.down()
+            for i in range(1, moves + 1):
+                page.mouse.move(x + i * 3, y + i * 2)
+            page.mouse.up()
+        if kept.value.status != 200:
+            raise RuntimeError(f"the drag's place was not kept: {kept.value.status}")
+        page.wait_for_timeout(300)  # the frames after the drop are part of the drag
+        dragged = page.evaluate("() => window.longTasks.splice(0)")
+        line = next(k for k, t in enumerate(text.splitlines(), 1) if t == f"    command: go {n // 2}")
+        page.evaluate(PANE_AT, line)
+        page.keyboard.type((TYPED * (keys // len(TYPED) + 1))[:keys], delay=40)
+        page.wait_for_function("(length) => window.forgeEditor.state.checkedText.length === length"
+                               " && document.getElementById('validity').dataset.state !== 'checking'",
+                               arg=len(text) + keys, timeout=60_000)
+        page.wait_for_timeout(500)  # the redraw of the last answer and the observer's report
+        typed = page.evaluate("() => window.longTasks")
+        page.context.close()
+        return {"steps": n, "dragged": target, "moves": moves, "drag_long_tasks": len(dragged),
+                "drag_longest_task_ms": round(max(dragged, default=0), 1), "keys": keys,
+                "typing_long_tasks": len(typed), "typing_longest_task_ms": round(max(typed, default=0), 1)}
+
+
 def bench_backend(backend: str, args, browser) -> dict:
     with deployed(f"forge-console-bench-{backend}-", BACKENDS[backend][0], on_error=log, test_timings=False) as dep:
-        bench = Bench(Console(dep, dep.workdir), browser)
+        console = BenchConsole(dep, dep.workdir, args.port + args.backends.split(",").index(backend)
+                               if args.port else None)
+        bench, editor = Bench(console, browser), EditorBench(console, browser)
         out = {"backend": backend, "load_before": round(os.getloadavg()[0], 2)}
         phases = {"latency": lambda: bench.latency(args.paced), "draw": lambda: bench.draw(args.big),
-                  "burst": lambda: bench.responsiveness(args.burst), "server": lambda: bench.server(args.server_steps)}
+                  "burst": lambda: bench.responsiveness(args.burst), "server": lambda: bench.server(args.server_steps),
+                  "editor_open": lambda: editor.open(args.editor_steps),
+                  "editor_requests": lambda: editor.requests(args.editor_small, args.ops, args.keys),
+                  "editor_tasks": lambda: editor.tasks(args.editor_steps, args.moves, args.keys)}
         for name in args.phases.split(","):
             out[name] = phases[name]()
             log(f"{backend} {name}: {out[name]}")
         out["load_after"] = round(os.getloadavg()[0], 2)
         return out
+
+
+class BenchConsole(Console):
+    """The test console, its daphne on `port` when given (else a free one)."""
+
+    def __init__(self, deployment, shots: Path, port: int | None):
+        self.fixed_port = port
+        super().__init__(deployment, shots)
+
+    def start_daphne(self) -> None:
+        if self.fixed_port:
+            self.port, self.url = self.fixed_port, f"http://127.0.0.1:{self.fixed_port}"
+        super().start_daphne()
 
 
 def log(message: str) -> None:
@@ -248,6 +500,12 @@ def print_table(results: list[dict]) -> None:
             print_burst(r["burst"])
         if "server" in r:
             print_server(r["server"])
+        if "editor_open" in r:
+            print_editor_open(r["editor_open"])
+        if "editor_requests" in r:
+            print_editor_requests(r["backend"], r["editor_requests"])
+        if "editor_tasks" in r:
+            print_editor_tasks(r["editor_tasks"])
 
 
 def print_latency(r: dict, lat: dict) -> None:
@@ -279,14 +537,53 @@ def print_server(server: dict) -> None:
           f"view's model (what /why read per burst before) {server['run_view_ms']:.0f} ms")
 
 
+def print_editor_open(o: dict) -> None:
+    for shape, what in (("dag", "nothing folds"), ("lanes", "ten chains, folded")):
+        first, again = o[f"{shape}_first"], o[f"{shape}_again"]
+        print(f"  editor of a {o['steps']:,}-step workflow ({shape}: {what}; {first['nodes']} nodes drawn, "
+              f"{'valid' if first['valid'] else 'NOT valid'}), navigation -> graph drawn, text shown, first "
+              f"validation answered: {first['drawn_s']:.2f} s the first time "
+              f"({verdict(first['drawn_s'], TARGETS['editor_open_s'])}), {again['drawn_s']:.2f} s again "
+              f"({verdict(again['drawn_s'], TARGETS['editor_open_s'])}); ELK's layout at "
+              f"{first['laid_out_s']:.2f} / {again['laid_out_s']:.2f} s; longest task while opening "
+              f"{first['open_longest_task_ms']:.0f} / {again['open_longest_task_ms']:.0f} ms")
+
+
+def print_editor_requests(backend: str, r: dict) -> None:
+    patch, text = r["patch"], r["text"]
+    limit = TARGETS["patch_p95_ms"].get(backend)
+    patch_verdict = verdict(patch["p95_ms"], limit) if limit else "a target is set embedded only"
+    print(f"  patch round trip, {r['steps']}-step workflow, {patch['count']} ops ({', '.join(patch['kinds'])}): "
+          f"p50 {patch['p50_ms']:.0f} ms, p95 {patch['p95_ms']:.0f} ms "
+          f"({patch_verdict}), max {patch['max_ms']:.0f} ms")
+    print(f"  validation round trip while typing, {r['steps']}-step workflow, {text['count']} successive texts: "
+          f"p50 {text['p50_ms']:.0f} ms, p95 {text['p95_ms']:.0f} ms "
+          f"({verdict(text['p95_ms'], TARGETS['text_p95_ms'])}), max {text['max_ms']:.0f} ms")
+
+
+def print_editor_tasks(t: dict) -> None:
+    limit = TARGETS["editor_task_ms"]
+    print(f"  editor of a {t['steps']:,}-step workflow (every node drawn), longest main-thread task (0 = none over "
+          f"50 ms): dragging a step {t['moves']} moves {t['drag_longest_task_ms']:.0f} ms "
+          f"({verdict(t['drag_longest_task_ms'], limit)}; {t['drag_long_tasks']} over 50 ms); typing {t['keys']} "
+          f"keys in the YAML {t['typing_longest_task_ms']:.0f} ms ({verdict(t['typing_longest_task_ms'], limit)}; "
+          f"{t['typing_long_tasks']} over 50 ms)")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="embedded,postgres")
     parser.add_argument("--paced", type=int, default=120, help="chained steps of the latency run (2 events each)")
     parser.add_argument("--big", type=int, default=1000, help="steps of the run whose view is drawn")
     parser.add_argument("--burst", type=int, default=500, help="parallel steps released at once")
-    parser.add_argument("--phases", default="latency,draw,burst,server", help="which figures, in this order")
+    parser.add_argument("--phases", default=",".join(PHASES), help="which figures, in this order")
     parser.add_argument("--server-steps", type=int, default=1000, help="steps of the run the server time is read on")
+    parser.add_argument("--editor-steps", type=int, default=1000, help="steps of the workflows opened in the editor")
+    parser.add_argument("--editor-small", type=int, default=100, help="steps of the workflow patched and typed in")
+    parser.add_argument("--ops", type=int, default=60, help="patches sent (field.set, edge.add, step.rename)")
+    parser.add_argument("--keys", type=int, default=60, help="keys typed (texts sent, and keys in the pane)")
+    parser.add_argument("--moves", type=int, default=60, help="pointer moves of the drag")
+    parser.add_argument("--port", type=int, default=0, help="daphne's port (the next one for the second backend)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     started = time.perf_counter()
