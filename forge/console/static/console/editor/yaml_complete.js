@@ -68,14 +68,14 @@ function expressionOptions(lists) {
 // do not tell (a root list, text before the first key).
 function pieceAround(doc, number) {
   let top = 0;
-  for (let n = number; n >= 1; n--) {
+  for (let n = number; n >= Math.max(1, number - MAX_SCAN_LINES); n--) {
     const text = doc.line(n).text;
     if (indentOf(text) === 0 && !ITEM.test(text)) { top = n; break; }
   }
   if (!top) return { from: 0, to: doc.length, prefix: [], top: false };
   const below = (n, column, items) => {  // the end of the block that the lines after n indented past `column` make
     let last = n;
-    for (let m = n + 1; m <= doc.lines; m++) {
+    for (let m = n + 1; m <= Math.min(doc.lines, n + MAX_SCAN_LINES); m++) {
       const text = doc.line(m).text;
       const at = indentOf(text);
       if (at < 0) continue;
@@ -102,6 +102,8 @@ function pieceAround(doc, number) {
 }
 
 const ITEM = /^\s*-(?:\s|$)/;
+const MAX_PIECE_CHARS = 100_000; // a piece is parsed on each key: a longer one (huge text) gets no completion
+const MAX_SCAN_LINES = 50_000;
 
 function indentOf(text) {
   const at = text.search(/\S/);
@@ -114,6 +116,7 @@ function indentOf(text) {
 function placeAt(root, state, pos, before) {
   const doc = state.doc;
   const piece = pieceAround(doc, doc.lineAt(pos).number);
+  if (piece.to - piece.from > MAX_PIECE_CHARS) return null;
   const body = doc.sliceString(piece.from, piece.to);
   const src = { sliceString: (from, to) => body.slice(from, to) };
   const tree = yamlParser.parse(body);
@@ -186,7 +189,7 @@ function siblingKeys(local, mapping) {
 
 function topLevelKeys(doc) {
   const keys = new Set();
-  for (let n = 1; n <= doc.lines; n++) {
+  for (let n = 1; n <= Math.min(doc.lines, MAX_SCAN_LINES); n++) {
     const match = /^([^\s#\-?:[{!&*|>'"%@`][^:#]*?|"[^"]*"|'[^']*')[ \t]*:(?:[ \t]|$)/.exec(doc.line(n).text);
     if (match) keys.add(match[1].replace(/^(["'])(.*)\1$/, "$2"));
   }
