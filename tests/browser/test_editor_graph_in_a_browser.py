@@ -12,7 +12,7 @@ import json
 import pytest
 
 from tests.browser.console import CHROMIUM
-from tests.browser.editor_graph_page import edge, serve_fixture, step
+from tests.browser.editor_graph_page import big_outline, edge, serve_fixture, step
 
 # fetch -> summarize (implicit: summarize reads fetch's stdout), summarize -> review -> publish (explicit).
 OUTLINE = {"parsed": True, "error": None, "sequential": False, "name": "news", "steps": [
@@ -356,3 +356,88 @@ def test_the_workflow_page_draws_a_step_where_a_person_placed_it_and_keeps_elk_f
     page.wait_for_function("() => window.forgeGraph && window.forgeGraph.view && window.forgeGraph.view.cy.nodes().length === 3",
                            timeout=30_000)
     assert page.evaluate("() => window.forgeGraph.view.cy.getElementById('b').position()") == {"x": 500, "y": 400}
+
+
+def test_a_field_committed_with_enter_is_not_sent_again_when_the_field_is_left(page):
+    show(page)
+    drawn(page)
+    click(page, "fetch")
+    rename = page.locator("#inspector [data-path=id]")
+    rename.fill("download")
+    rename.press("Enter")
+    name = page.locator("#inspector [data-path=name]")
+    name.click()  # leaving the id field: its change event must not send the rename again
+    name.fill("Fetch the page")
+    name.press("Enter")
+    rename.click()  # and leaving the name field does not set it again
+    page.locator(".palette button").first.focus()
+    assert ops(page) == [{"op": "step.rename", "id": "fetch", "to": "download"},
+                         {"op": "field.set", "id": "fetch", "path": ["name"], "value": "Fetch the page"}]
+
+
+def test_the_status_line_follows_the_selected_steps_problems(page):
+    bad = {"summarize": [{"code": "unknown_key", "message": "unknown key 'colour'", "severity": "error", "step": "summarize"}]}
+    show(page, problems=bad)
+    drawn(page)
+    click(page, "summarize")
+    says = page.locator(".editor-graph-says")
+    assert says.inner_text() == "Step summarize (agent mock), 1 problem: unknown key 'colour'"
+    show(page)  # the problem fixed: the next outline has none
+    assert says.inner_text() == "Step summarize (agent mock)"
+    renamed = json.loads(json.dumps(OUTLINE).replace('"summarize"', '"digest"'))
+    show(page, renamed)  # the step it named is gone (renamed): it names nothing until the page selects again
+    assert says.inner_text() == ""
+    page.evaluate("() => window.graph.select('digest')")
+    assert says.inner_text() == "Step digest (agent mock)"
+    page.evaluate("() => window.graph.select(null)")
+    assert says.inner_text() == ""
+
+
+def cut_off(page) -> list[str]:
+    """The steps not wholly inside the graph's canvas."""
+    return page.evaluate("""() => { const cy = window.graph.cy, w = cy.width(), h = cy.height();
+      return cy.nodes().filter((n) => { const b = n.renderedBoundingBox({includeLabels: false});
+        return b.x1 < 0 || b.y1 < 0 || b.x2 > w || b.y2 > h; }).map((n) => n.id()); }""")
+
+
+# vendor_review's shape: six layers, wider than the canvas at zoom 1 but whole at a readable zoom.
+VENDOR = {"parsed": True, "steps": [step(i, agent="mock") for i in
+                                    ("triage", "classify", "security", "legal", "approval", "record", "notify")],
+          "edges": [edge("triage", "classify"), edge("classify", "security"), edge("classify", "legal"),
+                    edge("security", "approval"), edge("legal", "approval"), edge("approval", "record"),
+                    edge("record", "notify")]}
+
+
+def test_a_small_graph_stays_whole_in_view_after_each_change(page, tmp_path):
+    show(page, VENDOR)
+    drawn(page, 7)
+    assert cut_off(page) == []
+    outline = json.loads(json.dumps(VENDOR))
+    for new, after in (("legal_2", "legal"), ("notify_copy", "notify"), ("extra", "notify_copy")):
+        # What the editor does with a patch's answer: the new outline drawn, then the new step selected.
+        outline["steps"].append(step(new, agent="mock"))
+        outline["edges"].append(edge(after, new))
+        show(page, outline)
+        page.evaluate("(id) => window.graph.select(id)", new)
+        drawn(page, len(outline["steps"]))
+        assert cut_off(page) == [], new
+        assert selected(page) == [new]
+    page.screenshot(path=str(tmp_path / "editor-graph-small-after-changes.png"))
+    outline["steps"] = [s for s in outline["steps"] if s["id"] != "extra"]  # a step deleted: still whole
+    outline["edges"] = [e for e in outline["edges"] if "extra" not in (e["from"], e["to"])]
+    show(page, outline)
+    drawn(page, len(outline["steps"]))
+    assert cut_off(page) == []
+
+
+def test_on_a_large_graph_the_new_step_is_wholly_in_view(page):
+    dag = big_outline(60, "dag")  # nothing folds, too wide to read whole
+    show(page, dag)
+    drawn(page, 60)
+    dag["steps"].append(step("tail", agent="mock"))
+    dag["edges"].append(edge("s0059", "tail"))
+    show(page, dag)
+    page.evaluate("() => window.graph.select('tail')")
+    drawn(page, 61)
+    assert "tail" not in cut_off(page)
+    assert page.evaluate("() => window.graph.cy.zoom()") >= 7 / 11  # labels readable

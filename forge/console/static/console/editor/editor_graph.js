@@ -115,11 +115,11 @@ export function createEditorGraph(container, options = {}) {
   // ---- update: the outline drawn by difference ----
   function update(outline, placementsNow, problemsByStep) {
     if (!outline || outline.parsed === false || !Array.isArray(outline.steps)) {
-      says.textContent = "The text does not parse: the graph shows the last text that did.";
+      note("The text does not parse: the graph shows the last text that did.");
       container.classList.add("editor-graph-stale");
       return;
     }
-    if (container.classList.contains("editor-graph-stale")) says.textContent = "";
+    const wasStale = container.classList.contains("editor-graph-stale");
     container.classList.remove("editor-graph-stale");
     placed = placementsNow || {};
     problems = problemsByStep || {};
@@ -146,9 +146,16 @@ export function createEditorGraph(container, options = {}) {
     // graph only the new steps are laid out: moving a thousand nodes is a frame of over 100 ms, and a person
     // typing an id in the YAML changes the shape twice a second.
     const shapeNow = nodes.map((n) => n.id + "<" + n.deps.join(",")).join(";");
+    const changed = shapeNow !== lastShape && !first;
     const reshaped = shapeNow !== lastShape && !big();
     lastShape = shapeNow;
     arrange(first, first, reshaped);
+    if (changed) keepInView(cy.nodes(":selected").filter((n) => n.visible()).last());
+    // The status line speaks of the step it named as it is now (its problems fixed, it renamed or gone).
+    if (told !== null || wasStale) {
+      const sel = selectedSteps();
+      tell(steps.has(told) ? told : sel.length === 1 ? sel[0] : null);
+    }
   }
 
   // Place what has no place, draw, and ask ELK for the fresh places. `all`: every unplaced step is laid out again
@@ -222,7 +229,7 @@ export function createEditorGraph(container, options = {}) {
       else {
         // What a person just added, or has selected, stays in view when the layout moves it.
         const seen = cy.collection(added.map((id) => cy.getElementById(id))).union(cy.nodes(":selected")).filter((n) => n.visible());
-        if (seen.length) inView(seen.last());
+        keepInView(seen.length ? seen.last() : null);
       }
       badgesNow();
     }).catch(() => { if (asked === layoutAsked) container.dataset.layout = "done"; }); // the quick places stay
@@ -323,12 +330,33 @@ export function createEditorGraph(container, options = {}) {
   const shown = () => cy.nodes().filter((n) => n.visible() && !n.data("open"));
   const selectedSteps = () => cy.nodes(":selected").filter((n) => !n.data("group")).map((n) => n.id());
 
+  // A node wholly in view, the view moved as little as needed (zoomed to a readable size first when it is not).
+  const BOX = { includeLabels: false, includeOverlays: false, includeUnderlays: false };
+  const MARGIN = 24; // room for a problem badge and the connecting handle
   function inView(node) {
-    const at = node.renderedPosition();
-    if (at.x < 20 || at.y < 20 || at.x > cy.width() - 20 || at.y > cy.height() - 20) {
-      if (cy.zoom() < 1) cy.zoom(1);
-      cy.center(node);
+    if (!node || !node.length) return;
+    if (cy.zoom() < F.READABLE) cy.zoom({ level: 1, renderedPosition: node.renderedPosition() });
+    const b = node.renderedBoundingBox(BOX);
+    const shift = (lo, hi, size) => (hi - lo > size - 2 * MARGIN ? (size - lo - hi) / 2
+      : lo < MARGIN ? MARGIN - lo : hi > size - MARGIN ? size - MARGIN - hi : 0);
+    const dx = shift(b.x1, b.x2, cy.width());
+    const dy = shift(b.y1, b.y2, cy.height());
+    if (dx || dy) cy.panBy({ x: dx, y: dy });
+  }
+
+  // After the graph changed its shape: a graph that fits at a readable zoom is kept whole in view (fitted again
+  // only when a node is cut off); a larger one keeps `node` (the selected or new step) whole in view.
+  function keepInView(node) {
+    const all = shown();
+    if (!all.length || !cy.width() || !cy.height()) return;
+    const box = all.boundingBox(BOX);
+    const whole = Math.min((cy.width() - 2 * MARGIN) / box.w, (cy.height() - 2 * MARGIN) / box.h);
+    if (whole >= F.READABLE) {
+      const r = all.renderedBoundingBox(BOX);
+      if (r.x1 < MARGIN / 2 || r.y1 < MARGIN / 2 || r.x2 > cy.width() - MARGIN / 2 || r.y2 > cy.height() - MARGIN / 2) fit();
+      return;
     }
+    inView(node);
   }
 
   function describeStep(id) {
@@ -347,9 +375,14 @@ export function createEditorGraph(container, options = {}) {
         + ": it cannot be deleted as an edge; change that field in the inspector.";
   }
 
+  // The status line: a step it names is described again as each outline comes (tell); other news stays (note).
+  let told = null;
+  function tell(id) { told = id || null; says.textContent = told ? describeStep(told) : ""; }
+  function note(text) { told = null; says.textContent = text; }
+
   // Select a step (opening its folded group), as a click would but without telling onSelect (the page asked).
   function select(id, quiet = true) {
-    if (id == null) { cy.elements(":selected").unselect(); if (!quiet) call("onSelect", null); placeHandle(); return; }
+    if (id == null) { cy.elements(":selected").unselect(); tell(null); if (!quiet) call("onSelect", null); placeHandle(); return; }
     const g = groups.find((x) => x.members.includes(id));
     if (g && isFolded(g)) { opened.add(g.members[0]); arrange(true, false); }
     const node = cy.getElementById(id);
@@ -357,7 +390,7 @@ export function createEditorGraph(container, options = {}) {
     cy.elements(":selected").unselect();
     node.select();
     inView(node);
-    says.textContent = describeStep(id);
+    tell(id);
     if (!quiet) call("onSelect", id);
     placeHandle();
   }
@@ -391,7 +424,7 @@ export function createEditorGraph(container, options = {}) {
       cy.elements(":selected").unselect();
       node.select();
       inView(node);
-      says.textContent = node.data("label").replace(/\n/g, ", ") + ": Enter " + (node.data("open") ? "folds" : "opens") + " it.";
+      note(node.data("label").replace(/\n/g, ", ") + ": Enter " + (node.data("open") ? "folds" : "opens") + " it.");
       return;
     }
     select(node.id(), false);
@@ -414,7 +447,7 @@ export function createEditorGraph(container, options = {}) {
     if (readOnly) return;
     const edge = cy.edges(":selected").first();
     if (edge.length) {
-      if (!edge.data("explicit")) { says.textContent = describeEdge(edge); return; }
+      if (!edge.data("explicit")) { note(describeEdge(edge)); return; }
       call("onPatch", { op: "edge.remove", from: edge.data("source"), to: edge.data("target") });
       return;
     }
@@ -425,12 +458,12 @@ export function createEditorGraph(container, options = {}) {
     if (readOnly) return;
     const ids = selectedSteps();
     if (ids.length === 1) call("onPatch", { op: "step.duplicate", id: ids[0] });
-    else says.textContent = "Select one step to duplicate it.";
+    else note("Select one step to duplicate it.");
   }
 
   function copy() {
     const ids = selectedSteps();
-    if (ids.length) { call("onCopy", ids); says.textContent = "Copied " + ids.length + " step" + (ids.length === 1 ? "" : "s") + "."; }
+    if (ids.length) { call("onCopy", ids); note("Copied " + ids.length + " step" + (ids.length === 1 ? "" : "s") + "."); }
   }
 
   const act = {
@@ -457,11 +490,11 @@ export function createEditorGraph(container, options = {}) {
     const node = e.target;
     if (node.data("group")) { toggle(node); return; }
     if (e.originalEvent && (e.originalEvent.shiftKey || e.originalEvent.ctrlKey || e.originalEvent.metaKey)) return;
-    says.textContent = describeStep(node.id());
+    tell(node.id());
     call("onSelect", node.id());
   });
-  cy.on("tap", "edge", (e) => { says.textContent = describeEdge(e.target); });
-  cy.on("tap", (e) => { if (e.target === cy) { says.textContent = ""; call("onSelect", null); } });
+  cy.on("tap", "edge", (e) => { note(describeEdge(e.target)); });
+  cy.on("tap", (e) => { if (e.target === cy) { tell(null); call("onSelect", null); } });
   cy.on("select unselect", () => { buttons(); placeHandle(); });
 
   // A drag places the steps it moved: one onPlace for the steps dropped together.
@@ -563,7 +596,7 @@ export function createEditorGraph(container, options = {}) {
     line.style.display = "none";
     const target = stepAt(local(e));
     if (target && target.length && target.id() !== from) {
-      says.textContent = target.id() + " now depends on " + from + ".";
+      note(target.id() + " now depends on " + from + ".");
       call("onPatch", { op: "edge.add", from, to: target.id() });
     }
     placeHandle();

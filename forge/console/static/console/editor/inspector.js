@@ -218,6 +218,7 @@ export function createInspector(container, opts = {}) {
       return m;
     };
     input.addEventListener("input", showVerdict);
+    // `value` becomes what was sent: Enter and then leaving the field (its change event) are one patch.
     const commit = () => {
       if (readOnly || showVerdict()) return;
       const { v } = verdict();
@@ -240,7 +241,13 @@ export function createInspector(container, opts = {}) {
     const verdict = () => (input.value === s.id ? "" : !ID.test(input.value) ? "an id is a lower-case letter, then lower-case letters, digits or _ (64 at most)"
       : taken.has(input.value) ? "another step is called " + input.value : "");
     input.addEventListener("input", () => { msg.textContent = verdict(); input.setAttribute("aria-invalid", verdict() ? "true" : "false"); });
-    const commit = () => { if (!readOnly && !verdict() && input.value !== s.id) call("onPatch", { op: "step.rename", id: s.id, to: input.value }); };
+    // Enter and then leaving the field (its change event) are one rename: the id asked for is sent once.
+    let sent = s.id;
+    const commit = () => {
+      if (readOnly || verdict() || input.value === s.id || input.value === sent) return;
+      sent = input.value;
+      call("onPatch", { op: "step.rename", id: s.id, to: input.value });
+    };
     input.addEventListener("change", commit);
     input.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); commit(); } });
     return el("div", { className: "inspector-field" }, el("label", { for: uid, textContent: "id" }), input, msg);
