@@ -228,12 +228,46 @@ EDITOR_DRAWN = """(length) => {
 EDITOR_STATE = """(length) => {
   const e = window.forgeEditor, v = document.getElementById('validity');
   return { ready: document.getElementById('editor').dataset.ready || null,
-           nodes: e && e.graph && e.graph.cy.nodes().length, text: e ? e.text().length : null, length, validity: v && v.textContent };
+           nodes: e && e.graph && e.graph.cy.nodes().length, text: e ? e.text().length : null, length,
+           validity: v && v.textContent };
 }"""
 LONG_TASKS = """
-window.longTasks = [];
-new PerformanceObserver((list) => window.longTasks.push(...list.getEntries().map((e) => e.duration)))
-  .observe({ type: "longtask", buffered: true });
+window.longTasks = []; window.longTaskStarts = [];
+new PerformanceObserver((list) => list.getEntries().forEach((e) => {
+  window.longTasks.push(e.duration); window.longTaskStarts.push(e.startTime);
+})).observe({ type: "longtask", buffered: true });
+"""
+# Where an editor's open spends its time (ms since navigation start): the page's HTML received, the draft's JSON
+# (its text, outline and problems) asked and received, and the longest task's start.
+OPEN_TIMELINE = """() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const draft = performance.getEntriesByType('resource').find((e) => /\\/editor\\/drafts\\/\\d+\\/$/.test(e.name));
+  const longest = window.longTasks.indexOf(Math.max(...window.longTasks));
+  return { html_ms: nav.responseEnd, draft_asked_ms: draft ? draft.requestStart : null,
+           draft_received_ms: draft ? draft.responseEnd : null,
+           longest_task_start_ms: longest >= 0 ? window.longTaskStarts[longest] : null };
+}"""
+# The patch and text endpoints' own work (editor_api.draft_patch / draft_text without HTTP and the draft's write),
+# replayed in one process of the deployment: wall and CPU time per request.
+SERVER_EDITS = """
+import json, time
+from pathlib import Path
+from engine.edit import apply_patch, outline
+from forge.workflows.editing import text_problems
+
+job = json.loads(Path({path!r}).read_text())
+text, patch, typing = job["text"], [], []
+text_problems(text)  # warm: the step library's first read
+for op in job["ops"]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    text = apply_patch(text, op).text
+    text_problems(text), outline(text)
+    patch.append((op["op"], (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000))
+for typed in job["typed"]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    text_problems(typed), outline(typed)
+    typing.append(((time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000))
+result = {{"patch": patch, "typing": typing}}
 """
 # Requests from the page, with its session and CSRF token, each timed in the page from before fetch() to its JSON
 # read: what the editor's controller does for a gesture (patch) or a pause in typing (text).
@@ -379,6 +413,7 @@ class EditorBench:
                 laid = page.evaluate("() => performance.now()") / 1000
                 figures[f"{shape}_{visit}"] = {
                     "drawn_s": round(drawn_s, 2), "laid_out_s": round(laid, 2),
+                    **{k: v if v is None else round(v) for k, v in page.evaluate(OPEN_TIMELINE).items()},
                     "nodes": page.evaluate("() => window.forgeEditor.graph.cy.nodes().length"),
                     "valid": page.evaluate("() => window.forgeEditor.state.valid"),
                     "open_longest_task_ms": round(max(page.evaluate("window.longTasks"), default=0), 1)}
@@ -392,15 +427,26 @@ class EditorBench:
         page, _ = self.editor(name, len(text))
         page.evaluate(POSTER)
         page.evaluate(TEXT, text)  # untimed: the first request of a daphne worker thread
-        patched = [page.evaluate(PATCH, op) for op in patch_ops(text, ops)]
+        sent = patch_ops(text, ops)
+        patched = [page.evaluate(PATCH, op) for op in sent]
         refused = [p for p in patched if p["status"] != 200]
-        typed = [page.evaluate(TEXT, t) for t in typed_texts(page.evaluate("() => window.bench.text"), keys)]
+        texts = typed_texts(page.evaluate("() => window.bench.text"), keys)
+        typed = [page.evaluate(TEXT, t) for t in texts]
         page.context.close()
         if refused:
             raise RuntimeError(f"patches refused: {refused[:3]}")
-        return {"steps": n, "patch": {**summary([p["ms"] for p in patched]),
-                                      "kinds": sorted({op["op"] for op in patch_ops(text, ops)})},
-                "text": {**summary([t["ms"] for t in typed]), "valid_answers": sum(t["problems"] == 0 for t in typed)}}
+        job = self.dep.workdir / "edits.json"
+        job.write_text(json.dumps({"text": text, "ops": sent, "typed": texts}))
+        server = self.dep.query(SERVER_EDITS.format(path=str(job)), timeout=600)
+        kinds = {kind: summary([p["ms"] for op, p in zip(sent, patched) if op["op"] == kind])
+                 for kind in sorted({op["op"] for op in sent})}
+        return {"steps": n,
+                "patch": {**summary([p["ms"] for p in patched]), "by_kind": kinds,
+                          "server": summary([wall for _, wall, _ in server["patch"]]),
+                          "server_cpu": summary([cpu for _, _, cpu in server["patch"]])},
+                "text": {**summary([t["ms"] for t in typed]), "valid_answers": sum(t["problems"] == 0 for t in typed),
+                         "server": summary([wall for wall, _ in server["typing"]]),
+                         "server_cpu": summary([cpu for _, cpu in server["typing"]])}}
 
     def tasks(self, n: int, moves: int, keys: int) -> dict:
         """The longest main-thread task on the editor of an `n`-step workflow (nothing folds: every node drawn)
@@ -537,6 +583,29 @@ def print_server(server: dict) -> None:
           f"view's model (what /why read per burst before) {server['run_view_ms']:.0f} ms")
 
 
+def components(browser) -> dict:
+    """The editor's panes alone, for the causes of the figures above: bench/yaml_pane_bench.py and
+    bench/editor_graph_bench.py (their test pages, no server)."""
+    import editor_graph_bench
+    import yaml_pane_bench
+
+    return {"yaml_pane": yaml_pane_bench.measure(browser), "editor_graph": editor_graph_bench.measure(browser)}
+
+
+def print_components(c: dict) -> None:
+    lint, typed = c["yaml_pane"]["lint"], c["yaml_pane"]["typing"]
+    print("\nThe editor's panes alone (bench/yaml_pane_bench.py, bench/editor_graph_bench.py; 0 = no task over 50 ms)")
+    print(f"  YAML pane: schema lint a keystroke on {lint['steps']} steps p95 {lint['p95_ms']:.1f} ms "
+          f"({verdict(lint['p95_ms'], 50)}); {typed['steps']} steps opened in {typed['open_s']:.2f} s (longest task "
+          f"{typed['open_longest_task_ms']:.0f} ms), {typed['keys']} keys typed: longest task "
+          f"{typed['typing_longest_task_ms']:.0f} ms")
+    for g in c["editor_graph"]:
+        print(f"  graph, {g['steps']} steps ({g['shape']}, {g['drawn']} nodes): shown in {g['open_ms']:.0f} ms, ELK "
+              f"+{g['elk_ms']} ms, the same outline again {g['update_same_ms']:.0f} ms, one step more "
+              f"{g['update_one_more_ms']:.0f} ms; longest task over three reshapes "
+              f"{g['reshape_longest_task_ms'] or 0:.0f} ms, during a drag {g['drag_longest_task_ms'] or 0:.0f} ms")
+
+
 def print_editor_open(o: dict) -> None:
     for shape, what in (("dag", "nothing folds"), ("lanes", "ten chains, folded")):
         first, again = o[f"{shape}_first"], o[f"{shape}_again"]
@@ -545,20 +614,26 @@ def print_editor_open(o: dict) -> None:
               f"validation answered: {first['drawn_s']:.2f} s the first time "
               f"({verdict(first['drawn_s'], TARGETS['editor_open_s'])}), {again['drawn_s']:.2f} s again "
               f"({verdict(again['drawn_s'], TARGETS['editor_open_s'])}); ELK's layout at "
-              f"{first['laid_out_s']:.2f} / {again['laid_out_s']:.2f} s; longest task while opening "
-              f"{first['open_longest_task_ms']:.0f} / {again['open_longest_task_ms']:.0f} ms")
+              f"{first['laid_out_s']:.2f} / {again['laid_out_s']:.2f} s; the first time: the HTML at "
+              f"{first['html_ms']} ms, the draft's JSON asked at {first['draft_asked_ms']} ms and received at "
+              f"{first['draft_received_ms']} ms, the longest task {first['open_longest_task_ms']:.0f} ms from "
+              f"{first['longest_task_start_ms']} ms (again: {again['open_longest_task_ms']:.0f} ms)")
 
 
 def print_editor_requests(backend: str, r: dict) -> None:
     patch, text = r["patch"], r["text"]
     limit = TARGETS["patch_p95_ms"].get(backend)
     patch_verdict = verdict(patch["p95_ms"], limit) if limit else "a target is set embedded only"
-    print(f"  patch round trip, {r['steps']}-step workflow, {patch['count']} ops ({', '.join(patch['kinds'])}): "
-          f"p50 {patch['p50_ms']:.0f} ms, p95 {patch['p95_ms']:.0f} ms "
-          f"({patch_verdict}), max {patch['max_ms']:.0f} ms")
+    kinds = "; ".join(f"{kind} p50 {k['p50_ms']:.0f}, p95 {k['p95_ms']:.0f}" for kind, k in patch["by_kind"].items())
+    print(f"  patch round trip, {r['steps']}-step workflow, {patch['count']} ops: p50 {patch['p50_ms']:.0f} ms, "
+          f"p95 {patch['p95_ms']:.0f} ms ({patch_verdict}), max {patch['max_ms']:.0f} ms ({kinds}); the endpoint's "
+          f"own work (patch, validation, outline; no HTTP, no write) p50 {patch['server']['p50_ms']:.0f} ms, "
+          f"p95 {patch['server']['p95_ms']:.0f} ms, of CPU p95 {patch['server_cpu']['p95_ms']:.0f} ms")
     print(f"  validation round trip while typing, {r['steps']}-step workflow, {text['count']} successive texts: "
           f"p50 {text['p50_ms']:.0f} ms, p95 {text['p95_ms']:.0f} ms "
-          f"({verdict(text['p95_ms'], TARGETS['text_p95_ms'])}), max {text['max_ms']:.0f} ms")
+          f"({verdict(text['p95_ms'], TARGETS['text_p95_ms'])}), max {text['max_ms']:.0f} ms; the endpoint's own "
+          f"work p50 {text['server']['p50_ms']:.0f} ms, p95 {text['server']['p95_ms']:.0f} ms, of CPU p95 "
+          f"{text['server_cpu']['p95_ms']:.0f} ms")
 
 
 def print_editor_tasks(t: dict) -> None:
@@ -583,6 +658,8 @@ def main(argv=None) -> None:
     parser.add_argument("--ops", type=int, default=60, help="patches sent (field.set, edge.add, step.rename)")
     parser.add_argument("--keys", type=int, default=60, help="keys typed (texts sent, and keys in the pane)")
     parser.add_argument("--moves", type=int, default=60, help="pointer moves of the drag")
+    parser.add_argument("--components", action="store_true",
+                        help="also the editor's panes alone (bench/yaml_pane_bench.py, bench/editor_graph_bench.py)")
     parser.add_argument("--port", type=int, default=0, help="daphne's port (the next one for the second backend)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
@@ -590,13 +667,16 @@ def main(argv=None) -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         try:
-            results = [bench_backend(b, args, browser) for b in args.backends.split(",")]
+            results = [bench_backend(b, args, browser) for b in args.backends.split(",") if b]
+            panes = components(browser) if args.components else None
         finally:
             browser.close()
     if args.json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps({"backends": results, "components": panes} if panes else results, indent=2))
     else:
         print_table(results)
+        if panes:
+            print_components(panes)
         print(f"\nbenchmark took {time.perf_counter() - started:.0f} s")
 
 
