@@ -38,7 +38,8 @@ LONG_TASKS = """
 window.longTasks = [];
 new PerformanceObserver((list) => window.longTasks.push(...list.getEntries().map((e) => e.duration)))
   .observe({ type: "longtask", buffered: true });
-"""HEARTBEAT_MS = 5
+"""
+HEARTBEAT_MS = 5
 HEARTBEAT = """(every) => {
   window.heldFor = 0;
   let last = performance.now();
