@@ -317,15 +317,50 @@ def test_gestures_on_a_commented_workflow_keep_every_untouched_line_byte_for_byt
     assert text(page) == COMMENTED
     valid(page)
 
+    page.evaluate("""() => {  // every patch the page sends
+      const fetch = window.fetch, sent = (window.patchesSent = []);
+      window.fetch = (url, init) => { if (String(url).endsWith("/patch")) sent.push(JSON.parse(init.body).op); return fetch(url, init); };
+    }""")
+
+    # Move: a step dragged on the graph is placed there, and the YAML does not change.
+    cy = "window.forgeEditor.graph.cy"
+    page.wait_for_function(f"() => {cy}.getElementById('ship').length === 1"
+                           " && document.getElementById('graph').dataset.layout === 'done'", timeout=WAIT)
+    node = page.evaluate(f"() => {cy}.getElementById('ship').renderedPosition()")
+    canvas = page.locator("#graph .editor-graph-canvas").bounding_box()
+    x, y = canvas["x"] + node["x"], canvas["y"] + node["y"]
+    with page.expect_response(lambda r: r.url.endswith("/placements") and r.request.method == "POST") as placed:
+        page.mouse.move(x, y)
+        page.mouse.down()
+        page.mouse.move(x + 20, y + 40, steps=4)
+        page.mouse.move(x + 40, y + 90, steps=4)
+        page.mouse.up()
+    assert placed.value.ok
+    ship = page.evaluate(f"() => {cy}.getElementById('ship').position()")
+    assert text(page) == COMMENTED
+
     go_to_line(page, line_of(COMMENTED, "  - id: test") + 1)  # the cursor in a step's block chooses it
     page.wait_for_function("() => window.forgeEditor.state.selected === 'test'", timeout=WAIT)
     rename = page.locator("#inspector [data-path=id]")
     rename.fill("check")
+    held = []  # the rename's answer is held until the person has left the field for the YAML pane
+    page.route("**/patch", lambda route: held.append(route))
     rename.press("Enter")
+    page.wait_for_function("() => window.patchesSent.length === 1", timeout=WAIT)
+    page.click(".cm-content")  # leaving the field must not send the rename again
+    held[0].continue_()
+    page.unroute("**/patch")
     page.wait_for_function("() => window.forgeEditor.text().includes('- check')", timeout=WAIT)
+    valid(page)
+    assert page.evaluate("() => window.patchesSent") == [{"op": "step.rename", "id": "test", "to": "check"}]
+    expect(page.locator("#editor-said")).not_to_contain_text("Not changed")
 
+    go_to_line(page, line_of(COMMENTED, "  - id: test") + 1)
+    page.wait_for_function("() => window.forgeEditor.state.selected === 'check'", timeout=WAIT)
     page.click("#palette button[data-kind='agent:mock']")  # added after the chosen step, and chosen
     page.wait_for_function("() => window.forgeEditor.state.selected === 'mock_1'", timeout=WAIT)
+    # The YAML pane shows the new step's block chosen, as the patch's answer places it.
+    assert page.evaluate("() => window.forgeEditor.selection()").lstrip().startswith("- id: mock_1")
     page.click("#graph [data-editor-graph=delete]")
     page.wait_for_function("() => !window.forgeEditor.text().includes('mock_1')", timeout=WAIT)
 
@@ -335,6 +370,10 @@ def test_gestures_on_a_commented_workflow_keep_every_untouched_line_byte_for_byt
     expect(page.locator("#editor-said")).to_contain_text("Copied 1 step", timeout=WAIT)
     page.click("#graph [data-editor-graph=paste]")
     page.wait_for_function("() => window.forgeEditor.text().includes('- id: build_2')", timeout=WAIT)
+    page.wait_for_function("() => window.forgeEditor.state.selected === 'build_2'", timeout=WAIT)
+    chosen = page.evaluate("() => window.forgeEditor.selection()")  # the copy's block, not the original's
+    assert "- id: build_2" in chosen and "- id: build\n" not in chosen, chosen
+    expect(page.locator("#inspector")).to_contain_text("Step build_2")
     valid(page)
     save(page, "Renamed test, copied build")
     expect(page.locator("#editor-said")).to_have_text(re.compile(r"Saved v1 of release_train\."), timeout=WAIT)
@@ -347,3 +386,13 @@ def test_gestures_on_a_commented_workflow_keep_every_untouched_line_byte_for_byt
     # deleted left nothing; every other byte is as the person wrote it.
     assert saved == COMMENTED.replace("  - id: test\n", "  - id: check\n").replace(
         "      - test\n", "      - check\n").replace(build, build + build.replace("id: build", "id: build_2"))
+    near = "(at, want) => Math.abs(at.x - want.x) < 1 && Math.abs(at.y - want.y) < 1"
+
+    page.reload()  # the editor opened again draws ship where it was dragged
+    page.wait_for_selector(READY, timeout=WAIT)
+    page.wait_for_function(f"(want) => {cy}.getElementById('ship').length === 1 && ({near})({cy}.getElementById('ship').position(), want)",
+                           arg=ship, timeout=WAIT)
+    page.goto(f"{console.url}/workflows/release_train/")  # and so does the workflow page
+    page.wait_for_function(f"(want) => window.forgeGraph?.view?.cy.getElementById('ship').length === 1"
+                           f" && ({near})(window.forgeGraph.view.cy.getElementById('ship').position(), want)", arg=ship, timeout=WAIT)
+    console.shot(page, "workflow-page-placed-ship")

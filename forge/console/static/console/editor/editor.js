@@ -218,18 +218,22 @@ async function applyPatch(op, again = true) {
     applying = false;
   }
   state.checkedText = answer.data.text;
-  for (const [old, now] of Object.entries(answer.data.renamed || {})) {
-    if (state.placements[old]) { state.placements[now] = state.placements[old]; delete state.placements[old]; }
-    if (state.selected === old) state.selected = now;
+  // A rename carries the step's place and selection; a paste's `renamed` names the copies, the originals stay.
+  if (op.op === "step.rename") {
+    for (const [old, now] of Object.entries(answer.data.renamed || { [op.id]: op.to })) {
+      if (state.placements[old]) { state.placements[now] = state.placements[old]; delete state.placements[old]; }
+      if (state.selected === old) state.selected = now;
+    }
   }
   say("");
   take(answer.data);
-  if (op.op === "step.add" || op.op === "step.duplicate") {
-    const ids = new Set((state.outline.steps || []).map((s) => s.id));
-    const added = op.op === "step.add" ? op.step.id : [...ids].find((id) => !known.has(id));
-    if (added) select(added);
-  }
-  known = new Set((state.outline.steps || []).map((s) => s.id));
+  // A step added, duplicated or pasted is chosen, a renamed one chosen again: its node, and its block as the
+  // answer's outline places it (the block chosen before may have moved or be another step's).
+  const now = (state.outline.steps || []).map((s) => s.id);
+  const chosen = op.op === "step.add" ? op.step.id : op.op === "step.rename" ? state.selected
+    : op.op === "step.duplicate" || op.op === "selection.paste" ? now.find((id) => !known.has(id)) : null;
+  if (chosen && stepOf(chosen)) select(chosen);
+  known = new Set(now);
 }
 
 // -- selection: a node, its YAML block and the inspector are one -----------------------------------------------
@@ -444,7 +448,8 @@ async function start() {
   if (d.latest_version && d.base_version && d.latest_version > d.base_version) {
     say(`v${d.latest_version} was saved since your draft began on v${d.base_version}: saving will show a merge.`);
   }
-  window.forgeEditor = { text: () => pane.getText(), state, graph }; // what a test (or a person's console) reads
+  const chosenText = () => { const r = pane.view.state.selection.main; return pane.getText().slice(r.from, r.to); };
+  window.forgeEditor = { text: () => pane.getText(), selection: chosenText, state, graph }; // what a test (or a person's console) reads
   root.dataset.ready = "true"; // the page has loaded the draft
 }
 
