@@ -18,10 +18,12 @@ Files the bounded loader refuses (the hostile cases) are edited as text only and
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
 import re
+import signal
 from collections import Counter
 from pathlib import Path
 
@@ -40,6 +42,7 @@ CONFORMANCE = ROOT.parent / "shared" / "conformance" / "cases"
 CORPUS = Path(__file__).resolve().parent / "corpus"
 FILES = sorted([*CONFORMANCE.glob("*.yaml"), *(ROOT / "examples").glob("*.yaml"), *CORPUS.glob("*.yaml")])
 PATCHES = 20
+HANG_S = 60
 BOM = "\ufeff"
 PARSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml, as the bounded loader: the same reading of tabs
 CI = os.environ.get("CI") == "true"
@@ -675,6 +678,20 @@ def check(shape: Shape, op: dict, result) -> Shape:
     return after
 
 
+@contextlib.contextmanager
+def no_hang(op: dict):
+    """A patch that runs for a minute is a hang (a patch takes milliseconds): fail it instead of waiting forever."""
+    def stop(signum, frame):
+        raise AssertionError(f"apply_patch ran for {HANG_S} s: it hangs on {op!r}")
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(HANG_S)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def run_sequence(text: str, data) -> None:
     shape = Shape(text)
     for _ in range(PATCHES):
@@ -682,13 +699,15 @@ def run_sequence(text: str, data) -> None:
         if op["op"] == "rename.back" and shape.holders[op["id"]] > 1:
             op["op"] = "step.rename"  # a repeated id cannot be renamed back: the other holder keeps it
         if op["op"] == "rename.back":  # (a) a rename there and back gives the same bytes
-            there = apply_patch(shape.text, {"op": "step.rename", "id": op["id"], "to": op["to"]})
-            back = apply_patch(there.text, {"op": "step.rename", "id": op["to"], "to": op["id"]})
+            with no_hang(op):
+                there = apply_patch(shape.text, {"op": "step.rename", "id": op["id"], "to": op["to"]})
+                back = apply_patch(there.text, {"op": "step.rename", "id": op["to"], "to": op["id"]})
             assert back.text == shape.text, f"rename {op} and back\n--- before\n{shape.text}\n--- after\n{back.text}"
             continue
         sent = {k: v for k, v in op.items() if not k.startswith("_")}
         try:
-            result = apply_patch(shape.text, sent)
+            with no_hang(op):
+                result = apply_patch(shape.text, sent)
         except PatchError as error:
             assert legitimate(shape, op, error), f"{error.code}: {error.message}\nop {op!r}\n{shape.text}"
             if error.code == "cycle":
