@@ -287,7 +287,8 @@ class _Validator:
             if isinstance(raw.get(key), str) and _has_control(raw[key]):
                 self.report("bad_type", f"the step {key} holds a control or bidirectional-override character",
                             base + (key,), check)
-        if isinstance(raw.get("retry"), dict) and raw.get("on_failure") in RETRYING_POLICIES:
+        if isinstance(raw.get("retry"), dict) and isinstance(raw.get("on_failure"), str) \
+                and raw["on_failure"] in RETRYING_POLICIES:
             self.report("bad_type", f"a `retry:` block cannot be combined with on_failure "
                         f"{raw['on_failure']!r}; use halt or skip after the retries", base + ("retry",), check)
         kinds = [kind for kind, present in (

@@ -1,7 +1,10 @@
 """engine.validation: every problem code of conformance/FORMAT.md section 2, with its step and position."""
 
+import json
+
 import pytest
 
+from engine.model import STEP_FIELDS
 from engine.validation import validate_source
 
 # Step `a` is on lines 3-5, step `b` on lines 6-8; `steps_ab(extra)` puts `extra` on line 9, in step `b`.
@@ -376,3 +379,28 @@ def test_an_estimated_cost_that_is_not_a_finite_amount_is_bad_type(written, word
     problem = the_problem(validate_source(steps_ab(f"    estimated_cost: {written}\n")), "bad_type")
     assert (problem.step, problem.line) == ("b", 9)
     assert "estimated_cost" in problem.message and words in problem.message
+
+
+ANY_VALUE = ({"x": 1}, ["a"], None, 1, 1.5, True, "text")
+
+
+@pytest.mark.parametrize("key", sorted(STEP_FIELDS - {"id"}) + ["retry_with_on_failure"])
+def test_a_step_field_of_any_type_is_a_problem_or_valid_never_a_crash(key):
+    """What the editor's typing sends: any value under any key is reported, never an exception (a dict where a
+    policy name belongs once raised `unhashable type` out of validation)."""
+    for value in ANY_VALUE:
+        step = {"id": "a", "agent": "shell", "command": "true"}
+        if key == "retry_with_on_failure":
+            step.update(retry={"max_retries": 1}, on_failure=value)
+        else:
+            step[key] = value
+        report = validate_source(json.dumps({"name": "w", "steps": [step]}))
+        assert report.valid or report.problems, (key, value)
+
+
+@pytest.mark.parametrize("key", ["name", "description", "variables", "args", "phases", "timeout", "sequential"])
+def test_a_document_field_of_any_type_is_a_problem_or_valid_never_a_crash(key):
+    for value in ANY_VALUE:
+        document = {"name": "w", "steps": [{"id": "a", "agent": "shell", "command": "true"}], key: value}
+        report = validate_source(json.dumps(document))
+        assert report.valid or report.problems, (key, value)
