@@ -237,6 +237,11 @@ class Editor:
         """Append `key: value` to a mapping."""
         self.protect(mapping)
         src = self.source
+        if mapping.flow and not self.text.startswith("{", mapping.start):  # `[k: v]`: a pair without braces
+            changed = plain_copy(self.value_at(self.parents()[id(mapping)][2]))
+            changed[key] = value
+            self._rewrite_container(mapping, changed)
+            return
         if mapping.flow:
             try:
                 text = f"{render.inline(key)}: {render.inline(value)}"
@@ -245,8 +250,8 @@ class Editor:
             close = mapping.end - 1
             self.splice(close, close, (", " if mapping.items else "") + text)
             return
-        column = src.column(mapping.items[0][0].start)
-        where = src.line_end(mapping.content_end())
+        column = src.column(src.key_begin(mapping.items[0][0]))
+        where = src.after_deeper_comments(src.line_end(mapping.content_end()), column)
         text = self.eof_break(where) + " " * column + render.entry(key, value, column, self.layout)
         self.splice(where, where, text)
 
@@ -265,6 +270,10 @@ class Editor:
                 self.splice(at, at, "-")
         return self.source.newline
 
+    def _rewrite_container(self, node: Node, value: Any) -> None:
+        parent, slot, _ = self.parents()[id(node)]
+        self.splice(node.start, node.end, render.inline(value))
+
     def remove_entry(self, mapping: Node, pair: tuple) -> None:
         self.protect(pair[1])
         src = self.source
@@ -272,6 +281,11 @@ class Editor:
         position = mapping.items.index(pair)
         begin = src.key_begin(key)
         following = src.key_begin(mapping.items[position + 1][0]) if position + 1 < len(mapping.items) else None
+        if mapping.flow and not self.text.startswith("{", mapping.start):  # `[k: v]`: a pair without braces
+            changed = plain_copy(self.value_at(self.parents()[id(mapping)][2]))
+            del changed[key.value]
+            self._rewrite_container(mapping, changed)
+            return
         if mapping.flow:
             if following is not None:
                 self.splice(begin, following, "")
@@ -298,7 +312,7 @@ class Editor:
             return
         first = sequence.items[0]
         dash = src.dash(first)
-        where = src.line_end(sequence.content_end())
+        where = src.after_deeper_comments(src.line_end(sequence.content_end()), src.column(dash))
         text = self.eof_break(where) + render.sequence_item(value, src.column(dash), self.layout)
         self.splice(where, where, text)
 

@@ -175,6 +175,8 @@ def field_set(source: Source, op: dict) -> Patched:
         rest = path[k + 1:]
         if node.kind == "alias":  # reached through an alias: write this copy out, changed, in this place only
             plain = plain_copy(editor.value_at(editor.parents()[id(node)][2]))
+            if not isinstance(plain, (dict, list)):
+                raise PatchError("bad_path", f"{'.'.join(map(str, path[:k]))} holds a value, not a mapping")
             _assign(plain, path[k:], plain_copy(value), refuse=True)
             editor.replace(node, parent, slot, plain)
             return finish()
@@ -461,8 +463,15 @@ def insert_steps(source: Source, steps: list[dict], after, text: str | None = No
         if source.blank_between_steps():
             block = nl + block.replace(nl + " " * dash + "-", nl + nl + " " * dash + "-") if text is None else \
                 nl + block
-        where = source.line_end(source.step_nodes[position - 1].content_end()) if position else \
-            source.item_span(0)[0]
+        if 0 < position < len(source.step_nodes):  # before the next step and the comments above it
+            where = source.item_span(position)[0]
+            while where > 0 and not source.text[source.line_start(where - 1):where].strip():
+                where = source.line_start(where - 1)  # the blank lines that separate the steps stay before it
+        elif position:
+            where = source.after_deeper_comments(
+                source.line_end(source.step_nodes[position - 1].content_end()), dash)
+        else:
+            where = source.item_span(0)[0]
         if position == 0 and source.blank_between_steps():
             block = block[len(nl):] + nl
         block = editor.eof_break(where) + block

@@ -73,6 +73,23 @@ class Source:
         line = self.text[start:end].strip(" \t\r\n")
         return not line or line.startswith("#")
 
+    def after_deeper_comments(self, where: int, column: int) -> int:
+        """Move an insertion point (a line start) past the comment lines that follow it indented deeper than
+        `column`: they belong to what ends there, and a new block scalar would read them as its text."""
+        best = where
+        at = where
+        while at < len(self.text):
+            newline = self.text.find("\n", at)
+            end = len(self.text) if newline < 0 else newline + 1
+            line = self.text[at:end]
+            stripped = line.strip(" \t\r\n")
+            if stripped and not (stripped.startswith("#") and len(line) - len(line.lstrip(" ")) > column):
+                break
+            at = end
+            if stripped:
+                best = at
+        return best
+
     def key_begin(self, key) -> int:
         """Where a mapping entry begins: its key, or the `?` of an explicit key."""
         i = key.start - 1
