@@ -317,9 +317,15 @@ export function createEditorGraph(container, options = {}) {
     cy.center(on);
   }
 
+  // The first view: the whole graph, or when it is not readable whole, its start (the left edge) at a readable zoom.
   function fitFirst() {
     fit();
-    if (cy.zoom() < F.READABLE) { cy.zoom(Math.max(F.READABLE, F.ZOOM.min)); const top = shown().min((n) => n.position("x") * 4 + n.position("y")).ele; if (top) cy.center(top); }
+    if (cy.zoom() >= F.READABLE) return;
+    cy.zoom(Math.max(F.READABLE, F.ZOOM.min));
+    const top = shown().min((n) => n.position("x") * 4 + n.position("y")).ele;
+    if (!top) return;
+    cy.center(top);
+    cy.panBy({ x: MARGIN - shown().renderedBoundingBox(BOX).x1, y: 0 });
   }
 
   function zoomBy(factor) {
