@@ -181,3 +181,12 @@ def test_plain_keys_are_named_as_the_loader_names_them():
     first = "name: wf\nx:\n  - a: 1\n    ? k\n    : v\nsteps:\n  - id: a\n    command: c\n"
     assert apply(first, {"op": "field.unset", "id": None, "path": ["x", 0, "a"]}) == \
         "name: wf\nx:\n  - ? k\n    : v\nsteps:\n  - id: a\n    command: c\n"
+
+
+def test_new_text_goes_after_comments_indented_under_what_it_follows():
+    text = "name: wf\nsteps:\n  - id: a\n    command: x\n    retry:\n      max_retries: 2\n      # about retries\n" \
+        "  - id: b\n    command: y\n"
+    assert apply(text, {"op": "field.set", "id": "a", "path": ["outputs"], "value": {"x": {"type": "string"}}}) == \
+        text.replace("      # about retries\n", "      # about retries\n    outputs:\n      x:\n        type: string\n")
+    assert apply(text, {"op": "step.add", "after": "a", "step": {"id": "c", "command": "one\ntwo"}}) == \
+        text.replace("  - id: b\n", "  - id: c\n    command: |-\n      one\n      two\n  - id: b\n")
