@@ -20,6 +20,7 @@ from forge.accounts.roles import can
 from forge.audit.services import audit
 from forge.workflows import placements
 from forge.governance.models import Agent
+from forge.request_guard import IN_VALUE
 from forge.workflows.models import Draft, StepLibraryEntry, Workflow, WorkflowVersion
 from forge.workflows.services import MAX_SOURCE_BYTES, version_append, workflow_validate
 
@@ -86,6 +87,8 @@ def revision_of(value) -> int:
 def message_of(message) -> str:
     """What the saver said of a version, as kept: one string of at most MAX_MESSAGE characters."""
     message = storable(message, "the message", MAX_MESSAGE * 4).strip()
+    if IN_VALUE.search(message):  # as every form's free text (forge/request_guard.py): tabs and line breaks only
+        raise EditRefused("bad_value", "the message holds a control character; write it as plain text")
     if len(message) > MAX_MESSAGE:
         raise EditRefused("bad_value", f"the message is longer than {MAX_MESSAGE} characters")
     return message

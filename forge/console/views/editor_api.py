@@ -31,7 +31,12 @@ MAX_BODY_BYTES = 2 * 1_048_576
 PREFIX = "/editor/"  # Django's CSRF and 400 pages answer JSON under it (forge/console/views/pages.py)
 
 
+MAX_MESSAGE = 500  # a refusal's words: what the request held (every unknown key of a patch...) is not echoed whole
+
+
 def refusal(status: int, code: str, message: str, **extra) -> JsonResponse:
+    if len(message) > MAX_MESSAGE:
+        message = message[:MAX_MESSAGE - 1] + "…"
     return JsonResponse({"error": {"code": code, "message": message}, **extra}, status=status)
 
 
