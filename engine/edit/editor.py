@@ -8,7 +8,6 @@ silent change), and computes the CodeMirror changes.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from engine.edit import render
@@ -16,6 +15,7 @@ from engine.edit.changes import utf16_changes
 from engine.edit.errors import PatchError, Patched
 from engine.edit.source import Source, bounded_load
 from engine.edit.spans import Node
+from engine.edit.values import plain_copy, same
 
 _MISSING = object()
 
@@ -336,25 +336,3 @@ class Editor:
 
 def _has_comment(text: str, node: Node) -> bool:
     return "#" in text[node.start:node.end]
-
-
-def plain_copy(value: Any) -> Any:
-    """A deep copy that shares nothing: loaded aliases share one object, a patched copy must not."""
-    if isinstance(value, dict):
-        return {k: plain_copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain_copy(v) for v in value]
-    return value
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal as loaded values: NaN equals NaN, 1 is not True (key order aside: a new key may go anywhere)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return a == b

@@ -11,10 +11,13 @@ document's.
 from __future__ import annotations
 
 
-from engine.edit.editor import Editor, plain_copy
+from engine.edit.checks import check_id, steps_required
+from engine.edit.editor import Editor
 from engine.edit.errors import PatchError, Patched
+from engine.edit.inserting import insert_steps
 from engine.edit.rename import reference_hits, rewrite_all
 from engine.edit.source import Source, bounded_load
+from engine.edit.values import plain_copy
 
 MAX_PASTE_STEPS = 1000
 
@@ -99,7 +102,6 @@ def fresh_id(base: str, taken: set[str], suffix: str = "") -> str:
 def paste(source: Source, text, after, suffix: str = "") -> Patched:
     if not isinstance(text, str):
         raise PatchError("bad_patch", "`yaml` must be the text of the steps to paste")
-    from engine.edit.patches import check_id, insert_steps
     listed = _as_list(text)
     wrapped = Source("steps:\n" + listed)  # the bounded loader sees the pasted text before anything else
     values = wrapped.step_values
@@ -172,8 +174,7 @@ def _anchored(source: Source) -> list:
 
 def duplicate(source: Source, step_id) -> Patched:
     """A copy of the step right after it, with a fresh id (`x_copy`, `x_copy_2`, ...)."""
-    from engine.edit.patches import _steps_required
-    _steps_required(source)
+    steps_required(source)
     source.step_position(step_id)
     text = copy_steps(source.bom + source.text, [step_id])
     result = paste(source, text, step_id, suffix="_copy")

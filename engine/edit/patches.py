@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from engine.edit import render
-from engine.edit.editor import Editor, plain_copy
+from engine.edit.checks import check_id, check_path, check_value, steps_required
+from engine.edit.editor import Editor
 from engine.edit.errors import PatchError, Patched
+from engine.edit.inserting import expected_steps, insert_steps
+from engine.edit.pasting import duplicate, paste
 from engine.edit.references import step_refs
+from engine.edit.rename import rename
 from engine.edit.source import Source
+from engine.edit.values import plain_copy
 from engine.graph import CycleError, Graph
-from engine.validation import STEP_ID
-
-MAX_PATH = 16
-MAX_VALUE_NODES = 10_000
-MAX_VALUE_DEPTH = 32
 
 _KEYS = {
     "step.add": ({"step"}, {"after"}),
@@ -62,13 +61,10 @@ def apply_patch(text: str, op: dict) -> Patched:
 
 def _apply(source: Source, kind: str, op: dict) -> Patched:
     if kind == "selection.paste":
-        from engine.edit.pasting import paste
         return paste(source, op["yaml"], op.get("after"))
     if kind == "step.rename":
-        from engine.edit.rename import rename
         return rename(source, op)
     if kind == "step.duplicate":
-        from engine.edit.pasting import duplicate
         return duplicate(source, op["id"])
     return _OPS[kind](source, op)
 
@@ -76,59 +72,7 @@ def _apply(source: Source, kind: str, op: dict) -> Patched:
 # -- checks ---------------------------------------------------------------
 
 
-def check_id(value: Any, what: str = "a step id") -> str:
-    if not isinstance(value, str) or not STEP_ID.fullmatch(value) or value == "loop":
-        raise PatchError("bad_id", f"{what} must match [a-z][a-z0-9_]{{0,63}} (and not be `loop`), not {value!r}")
-    return value
-
-
-def check_value(value: Any) -> Any:
-    """A JSON value of bounded size; NaN and infinities are refused (JSON has none)."""
-    count = 0
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        count += 1
-        if count > MAX_VALUE_NODES or depth > MAX_VALUE_DEPTH:
-            raise PatchError("bad_value", "the value is too large or too deep")
-        if isinstance(item, dict):
-            for key, child in item.items():
-                if not isinstance(key, str):
-                    raise PatchError("bad_value", "mapping keys must be strings")
-                stack.append((child, depth + 1))
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                raise PatchError("bad_value", "a number must be finite")
-        elif isinstance(item, str):
-            if "\x00" in item:
-                raise PatchError("bad_value", "a NUL character cannot be written")
-        elif item is not None and not isinstance(item, (bool, int)):
-            raise PatchError("bad_value", f"{type(item).__name__} is not a JSON value")
-    return value
-
-
-def _check_path(path: Any) -> list:
-    if not isinstance(path, list) or not path or len(path) > MAX_PATH:
-        raise PatchError("bad_path", f"a path is a list of 1 to {MAX_PATH} keys and indexes")
-    for part in path:
-        if isinstance(part, bool) or not isinstance(part, (str, int)) or (isinstance(part, int) and part < 0):
-            raise PatchError("bad_path", f"{part!r} is not a key or an index")
-    return path
-
-
-def _steps_required(source: Source) -> None:
-    if source.steps_node is None or source.steps_node.kind != "seq":
-        raise PatchError("unknown_step", "the document has no list of steps")
-
-
 # -- the document's values after a patch -----------------------------------------
-
-
-def expected_steps(source: Source) -> tuple[dict, list]:
-    value = plain_copy(source.value)
-    return value, value.get("steps") if isinstance(value.get("steps"), list) else []
 
 
 # -- field.set / field.unset ---------------------------------------------------
@@ -138,7 +82,7 @@ def _container(source: Source, step_id):
     """(node, value, path prefix) of the mapping a field path starts from: a step or the document."""
     if step_id is None:
         return source.root, ()
-    _steps_required(source)
+    steps_required(source)
     i = source.step_position(step_id)
     node = source.step_nodes[i]
     if node.kind != "map":
@@ -158,7 +102,7 @@ def _nested(path: list, value: Any) -> Any:
 
 
 def field_set(source: Source, op: dict) -> Patched:
-    path = _check_path(op["path"])
+    path = check_path(op["path"])
     value = check_value(op["value"])
     step_id = op["id"]
     _check_field_target(step_id, path)
@@ -255,7 +199,7 @@ def _assign(target: Any, path: list, value: Any, refuse: bool = False) -> None:
 
 
 def field_unset(source: Source, op: dict) -> Patched:
-    path = _check_path(op["path"])
+    path = check_path(op["path"])
     step_id = op["id"]
     _check_field_target(step_id, path)
     root, prefix = _container(source, step_id)
@@ -334,7 +278,7 @@ def dependencies(source: Source) -> dict[str, list]:
 
 
 def edge_add(source: Source, op: dict) -> Patched:
-    _steps_required(source)
+    steps_required(source)
     a, b = op["from"], op["to"]
     source.step_position(a)
     j = source.step_position(b)
@@ -384,7 +328,7 @@ def _list_style(source: Source, value: list) -> Any:
 
 
 def edge_remove(source: Source, op: dict) -> Patched:
-    _steps_required(source)
+    steps_required(source)
     a, b = op["from"], op["to"]
     source.step_position(a)
     j = source.step_position(b)
@@ -441,68 +385,8 @@ def step_add(source: Source, op: dict) -> Patched:
     return insert_steps(source, [step], op.get("after"))
 
 
-def insert_steps(source: Source, steps: list[dict], after, text: str | None = None,
-                 renamed: dict | None = None) -> Patched:
-    """Insert steps after `after` (or at the end): rendered, or `text` (a block list at column 0) when
-    given."""
-    if after is not None:
-        _steps_required(source)
-        position = source.step_position(after) + 1
-    else:
-        position = len(source.step_values)
-    editor = Editor(source)
-    expected, values = expected_steps(source)
-    if "steps" not in expected or not isinstance(expected.get("steps"), list):
-        expected["steps"] = values = []
-    values[position:position] = plain_copy(steps)
-    nl = source.newline
-    if source.block_steps() and source.step_nodes:
-        dash, indent = source.dash_column(), source.item_indent()
-        block = _indented(text, dash, nl) if text is not None else "".join(
-            render.item(step, dash, indent, editor.layout) for step in steps)
-        if source.blank_between_steps():
-            block = nl + block.replace(nl + " " * dash + "-", nl + nl + " " * dash + "-") if text is None else \
-                nl + block
-        if 0 < position < len(source.step_nodes):  # before the next step and the comments above it
-            where = source.after_deeper_comments(source.item_span(position)[0], dash)
-            while where > 0 and not source.text[source.line_start(where - 1):where].strip():
-                where = source.line_start(where - 1)  # the blank lines that separate the steps stay before it
-        elif position:
-            where = source.after_deeper_comments(
-                source.line_end(source.step_nodes[position - 1].content_end()), dash)
-        else:
-            where = source.item_span(0)[0]
-        if position == 0 and source.blank_between_steps():
-            block = block[len(nl):] + nl
-        block = editor.eof_break(where) + block
-        editor.splice(where, where, block)
-    elif source.steps_node is not None and source.steps_node.kind == "seq" and source.steps_node.items:
-        seq = source.steps_node  # a one-line list of steps stays one line
-        rendered = ", ".join(render.inline(step) for step in steps)
-        at = seq.items[position - 1].end if position else seq.items[0].start
-        editor.splice(at, at, ", " + rendered if position else rendered + ", ")
-    else:
-        block = _indented(text, 2, nl) if text is not None else "".join(
-            render.item(step, 2, 2, editor.layout) for step in steps)
-        if source.steps_pair is not None:
-            key, value = source.steps_pair
-            end = value.end if value.kind != "seq" or value.flow else value.content_end()
-            editor.splice(key.start, source.line_end(end), "steps:" + nl + block)
-        else:
-            lead = "" if not source.text or source.text.endswith("\n") else nl
-            editor.splice(len(source.text), len(source.text), lead + "steps:" + nl + block)
-    return editor.finish(expected, renamed)
-
-
-def _indented(text: str, column: int, nl: str) -> str:
-    lines = text.replace("\r\n", "\n").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return "".join((" " * column + line if line.strip() else "") + nl for line in lines)
-
-
 def step_remove(source: Source, op: dict) -> Patched:
-    _steps_required(source)
+    steps_required(source)
     step_id = op["id"]
     i = source.step_position(step_id)
     editor = Editor(source)

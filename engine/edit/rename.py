@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import re
 
+from engine.edit.checks import check_id, steps_required
 from engine.edit.editor import Editor
 from engine.edit.errors import PatchError, Patched
 from engine.edit.references import Ref, step_refs
@@ -27,8 +28,7 @@ def occurrences(text: str, word: str) -> list[int]:
 
 
 def rename(source: Source, op: dict) -> Patched:
-    from engine.edit.patches import _steps_required, check_id
-    _steps_required(source)
+    steps_required(source)
     old, new = op["id"], op["to"]
     i = source.step_position(old)
     check_id(new, "the new id")

@@ -17,6 +17,9 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedSeq
 from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 
+from engine.edit.values import same
+from engine.yamlload import YamlLoadError, load
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -134,8 +137,6 @@ def inline(value: Any) -> str:
 
 
 def _reads_back(text: str, value: Any) -> bool:
-    from engine.edit.editor import same
-    from engine.yamlload import YamlLoadError, load
     try:  # in block and in flow context
         return same(load("k: " + text).value["k"], value) and same(load("k: [" + text + "]").value["k"], [value])
     except YamlLoadError:
