@@ -46,7 +46,9 @@ def apply_patch(text: str, op: dict) -> Patched:
     required, optional = _KEYS[kind]
     unknown = set(op) - required - optional - {"op"}
     if unknown:
-        raise PatchError("bad_patch", f"unknown key(s) in a {kind} patch: {', '.join(sorted(map(str, unknown)))}")
+        names = sorted(str(key)[:40] for key in unknown)
+        more = f" and {len(names) - 5:,} more" if len(names) > 5 else ""
+        raise PatchError("bad_patch", f"unknown key(s) in a {kind} patch: {', '.join(names[:5])}{more}")
     missing = required - set(op)
     if missing:
         raise PatchError("bad_patch", f"a {kind} patch needs {', '.join(sorted(missing))}")
