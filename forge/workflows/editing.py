@@ -120,9 +120,12 @@ def draft_open(user, workflow: Workflow) -> Draft:
     for _ in range(2):  # the same person opening the editor twice at once: the second finds the first's
         try:
             with transaction.atomic():
-                draft, _ = Draft.objects.select_related("workflow", "base_version").get_or_create(
+                draft, created = Draft.objects.select_related("workflow", "base_version").get_or_create(
                     user=user, workflow=workflow,
                     defaults={"base_version": latest, "text": latest.source if latest else ""})
+                if created:  # as draft_new's and draft_discard's: the trail shows each draft begin and end
+                    audit("forge.draft.created", user=user, target=placements.draft_target(draft),
+                          detail={"draft": draft.pk, "base_version": latest.number if latest else None})
                 return draft
         except IntegrityError:
             continue

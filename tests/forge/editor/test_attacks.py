@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from forge.audit.models import AuditEvent
+from forge.workflows.models import Draft
+
 from .conftest import SOURCE, Page, draft_open, error_of, url, world_state
 
 pytestmark = pytest.mark.django_db
@@ -41,3 +44,15 @@ def test_a_save_message_keeps_its_tabs_and_line_breaks(operator, draft):
                                                                "base_version": 1})
     assert response.status_code == 201
     assert draft.workflow.versions.get(number=2).message == "why:\n\t- hi"
+
+
+def test_opening_the_editor_audits_the_draft_it_starts_once_as_discarding_it_does(operator, greeter):
+    page = Page(operator)
+    assert page.get(f"/workflows/{greeter.name}/edit/").status_code == 200
+    assert page.get(f"/workflows/{greeter.name}/edit/").status_code == 200  # the same draft, opened again
+    draft = Draft.objects.get(user=operator, workflow=greeter)
+    assert page.post(url("editor_discard", draft), {}).status_code == 200
+    events = AuditEvent.objects.filter(code__startswith="forge.draft.").order_by("pk")
+    assert [(e.code, e.actor_id, e.target) for e in events] == [
+        ("forge.draft.created", operator.pk, "workflow:greeter"),
+        ("forge.draft.discarded", operator.pk, "workflow:greeter")]
