@@ -29,6 +29,7 @@ class Editor:
         self._parents: dict[int, tuple[Node | None, Any, tuple]] | None = None
         self._pending: dict[int, Node] = {}  # aliases to write out at the end, unless replaced meanwhile
         self._handled: set[int] = set()
+        self.values: Any = None  # the document's new values, when aliases must be written out as changed
 
     # -- splices -----------------------------------------------------------
 
@@ -123,8 +124,16 @@ class Editor:
         self._handled.add(id(alias))
         parent, slot, path = self.parents()[id(alias)]
         value = plain_copy(self.value_at(path))
+        if self.values is not None:  # the anchored value changed (a paste renamed ids in it): write the new one
+            changed = self.values
+            for part in path:
+                changed = changed[part]
+            unchanged = same(changed, value)
+            value = plain_copy(changed)
+        else:
+            unchanged = True
         target = alias.target
-        if target is not None and target.kind == "scalar" and target.style not in ("|", ">") \
+        if unchanged and target is not None and target.kind == "scalar" and target.style not in ("|", ">") \
                 and "\n" not in self.text[target.start:target.end]:
             start = target.start
             if target.anchor is not None and self.text.startswith("&", start):
@@ -251,8 +260,9 @@ class Editor:
             self.splice(close, close, (", " if mapping.items else "") + text)
             return
         column = src.column(src.key_begin(mapping.items[0][0]))
-        where = src.after_deeper_comments(src.line_end(mapping.content_end()), column)
-        text = self.eof_break(where) + " " * column + render.entry(key, value, column, self.layout)
+        where = src.line_end(mapping.content_end())  # before the comments that follow: they keep their lines
+        closed = src.after_deeper_comments(where, column) != where
+        text = self.eof_break(where) + " " * column + render.entry(key, value, column, self.layout, closed=closed)
         self.splice(where, where, text)
 
     def eof_break(self, where: int) -> str:
@@ -312,8 +322,9 @@ class Editor:
             return
         first = sequence.items[0]
         dash = src.dash(first)
-        where = src.after_deeper_comments(src.line_end(sequence.content_end()), src.column(dash))
-        text = self.eof_break(where) + render.sequence_item(value, src.column(dash), self.layout)
+        where = src.line_end(sequence.content_end())
+        closed = src.after_deeper_comments(where, src.column(dash)) != where
+        text = self.eof_break(where) + render.sequence_item(value, src.column(dash), self.layout, closed=closed)
         self.splice(where, where, text)
 
     def remove_items(self, sequence: Node, positions: list[int]) -> None:

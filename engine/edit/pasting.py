@@ -138,6 +138,7 @@ def paste(source: Source, text, after, suffix: str = "") -> Patched:
     rewrite_all(editor, hits, expected)
     for k, step_id, new in ids_pasted:  # a second copy of one id is renamed, not its references
         expected["steps"][k]["id"] = new
+    editor.values = expected  # an alias of a list whose ids were renamed is written out renamed
     result = editor.finish(expected)
     pasted = bounded_load(result.text).value["steps"]
     block = result.text[len("steps:\n"):]

@@ -157,13 +157,16 @@ def _insert_before_steps(source: Source, editor: Editor, key: str, value: Any) -
     """A new document field goes above `steps:`, with the other document fields."""
     steps_key = source.steps_pair[0]
     where = source.line_start(steps_key.start)
-    while where > 0:  # above the comments that introduce the steps
+    position = source.root.items.index(source.steps_pair)
+    floor = source.line_end(source.root.items[position - 1][1].content_end()) if position else 0
+    while where > floor:  # above the comments that introduce the steps (not a block scalar's `#` lines)
         above = source.line_start(where - 1)
         if not source.text[above:where].strip(" \t\r\n").startswith("#"):
             break
         where = above
     column = source.column(steps_key.start)
-    editor.splice(where, where, " " * column + render.entry(key, value, column, editor.layout))
+    closed = source.after_deeper_comments(where, column) != where  # deeper comments would join a `|` block
+    editor.splice(where, where, " " * column + render.entry(key, value, column, editor.layout, closed=closed))
 
 
 def _check_field_target(step_id, path: list) -> None:

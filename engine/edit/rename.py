@@ -126,19 +126,22 @@ def _rewrite(editor: Editor, source: Source, node: Node, value: str, hits: list)
 
 
 def _apply_expected(editor: Editor, expected: dict, rewritten: dict[int, str]) -> None:
-    """Every place that reads a rewritten scalar (itself or an alias of it) holds its new value."""
-    parents = editor.parents()
-    stack = [editor.source.root]
+    """Every place that reads a rewritten scalar (itself, an alias of it, or a scalar inside an aliased
+    collection) holds its new value."""
+    stack: list = [(editor.source.root, ())]
     places = []
     while stack:
-        node = stack.pop()
+        node, path = stack.pop()
+        while node is not None and node.kind == "alias":
+            node = node.target
+        if node is None:
+            continue
         if node.kind == "map":
-            stack.extend(pair[1] for pair in node.items)
+            stack.extend((pair[1], path + (pair[0].value,)) for pair in node.items)
         elif node.kind == "seq":
-            stack.extend(node.items)
-        target = node.target if node.kind == "alias" else node
-        if target is not None and id(target) in rewritten and id(node) in parents:
-            places.append((parents[id(node)][2], rewritten[id(target)]))
+            stack.extend((child, path + (k,)) for k, child in enumerate(node.items))
+        elif id(node) in rewritten and path:
+            places.append((path, rewritten[id(node)]))
     for path, value in places:
         holder = expected
         for part in path[:-1]:

@@ -89,6 +89,19 @@ def prepare(value: Any, block_style: str = "") -> Any:
     return value
 
 
+def closed_tail(value: Any) -> Any:
+    """A prepared value whose last line is not a `|`/`>` block scalar's: text inserted before comment lines
+    indented deeper than it (those lines would be read as the block scalar's text) ends with a quoted string."""
+    if isinstance(value, (LiteralScalarString, FoldedScalarString)):
+        return str(value)
+    if isinstance(value, dict) and value:
+        last = next(reversed(value))
+        return {**value, last: closed_tail(value[last])}
+    if isinstance(value, list) and not isinstance(value, CommentedSeq) and value:
+        return value[:-1] + [closed_tail(value[-1])]
+    return value
+
+
 def _lines(text: str) -> list[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -96,10 +109,11 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
-def entry(key: str, value: Any, column: int, layout: Layout, block_style: str = "") -> str:
+def entry(key: str, value: Any, column: int, layout: Layout, block_style: str = "", closed: bool = False) -> str:
     """`key: value` for a block mapping whose keys are at `column`; the first line carries no indentation
-    (it is placed at the key's column), the others do. Ends with a newline."""
-    lines = _lines(_dump({key: prepare(value, block_style)}, layout))
+    (it is placed at the key's column), the others do. Ends with a newline. `closed`: see closed_tail."""
+    prepared = prepare(value, block_style)
+    lines = _lines(_dump({key: closed_tail(prepared) if closed else prepared}, layout))
     pad = " " * column
     return layout.newline.join([lines[0]] + [pad + line if line else line for line in lines[1:]]) + layout.newline
 
@@ -114,9 +128,11 @@ def item(mapping: dict, dash_column: int, item_indent: int, layout: Layout) -> s
     return layout.newline.join(out) + layout.newline
 
 
-def sequence_item(value: Any, dash_column: int, layout: Layout) -> str:
+def sequence_item(value: Any, dash_column: int, layout: Layout, closed: bool = False) -> str:
     """`- value` for a key's block list (an item of `depends_on`, `success_criteria`, ...)."""
-    lines = _lines(_dump([prepare(value)], Layout(layout.map_indent, 0, layout.newline)))
+    prepared = prepare(value)
+    lines = _lines(_dump([closed_tail(prepared) if closed else prepared], Layout(layout.map_indent, 0,
+                                                                                 layout.newline)))
     pad = " " * dash_column
     return layout.newline.join(pad + line if line else line for line in lines) + layout.newline
 

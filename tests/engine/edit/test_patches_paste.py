@@ -119,3 +119,13 @@ def test_duplicate_of_a_self_referring_step_points_the_copy_at_itself():
         "      until: \"a.outputs.done == true\"\n"
     assert apply(text, {"op": "step.duplicate", "id": "a"}) == text + text[text.index("  - id: a"):].replace(
         "id: a", "id: a_copy").replace("a.outputs", "a_copy.outputs")
+
+
+def test_pasting_steps_that_share_an_anchored_list_renames_the_ids_in_the_alias_copy_too():
+    text = ("name: wf\nsteps:\n  - id: a\n    command: x\n  - id: b\n    command: y\n    depends_on: &deps [a]\n"
+            "  - id: c\n    command: z\n    depends_on: *deps\n")
+    copied = copy_steps(text, ["a", "b", "c"])
+    result = apply_patch(text, {"op": "selection.paste", "yaml": copied, "after": None})
+    assert result.renamed == {"a": "a_2", "b": "b_2", "c": "c_2"}
+    assert result.text == text + ("  - id: a_2\n    command: x\n  - id: b_2\n    command: y\n"
+                                  "    depends_on: [a_2]\n  - id: c_2\n    command: z\n    depends_on: [a_2]\n")

@@ -183,10 +183,26 @@ def test_plain_keys_are_named_as_the_loader_names_them():
         "name: wf\nx:\n  - ? k\n    : v\nsteps:\n  - id: a\n    command: c\n"
 
 
-def test_new_text_goes_after_comments_indented_under_what_it_follows():
+def test_a_new_field_goes_inside_its_step_before_comments_indented_under_its_last_line():
+    # The step's own lines end with `max_retries: 2`: the comment after them stays where it is (outside the
+    # patched block), and a new block scalar there is written quoted so the comment cannot become its text.
     text = "name: wf\nsteps:\n  - id: a\n    command: x\n    retry:\n      max_retries: 2\n      # about retries\n" \
         "  - id: b\n    command: y\n"
     assert apply(text, {"op": "field.set", "id": "a", "path": ["outputs"], "value": {"x": {"type": "string"}}}) == \
-        text.replace("      # about retries\n", "      # about retries\n    outputs:\n      x:\n        type: string\n")
+        text.replace("      # about retries\n", "    outputs:\n      x:\n        type: string\n      # about retries\n")
+    assert apply(text, {"op": "field.set", "id": "a", "path": ["approval_message"], "value": "one\ntwo"}) == \
+        text.replace("      # about retries\n", '    approval_message: "one\\ntwo"\n      # about retries\n')
+    # at the comment's own column a block scalar ends before it: it stays a block
+    assert apply(text, {"op": "field.set", "id": "a", "path": ["retry", "note"], "value": "a\nb"}) == \
+        text.replace("      # about retries\n", "      note: |-\n        a\n        b\n      # about retries\n")
     assert apply(text, {"op": "step.add", "after": "a", "step": {"id": "c", "command": "one\ntwo"}}) == \
         text.replace("  - id: b\n", "  - id: c\n    command: |-\n      one\n      two\n  - id: b\n")
+
+
+def test_a_new_document_field_goes_after_a_block_scalar_whose_last_line_starts_with_a_hash():
+    text = "description: |\n  first\n  # not a comment\nsteps:\n  - id: a\n    command: echo\n"
+    assert apply(text, {"op": "field.set", "id": None, "path": ["timeout"], "value": 5}) == \
+        text.replace("steps:\n", "timeout: 5\nsteps:\n")
+    commented = "description: x\n  # deeper, about the description\n# the steps\nsteps:\n  - id: a\n    command: echo\n"
+    assert apply(commented, {"op": "field.set", "id": None, "path": ["notes"], "value": "one\ntwo"}) == \
+        commented.replace("description: x\n", 'description: x\nnotes: "one\\ntwo"\n')
