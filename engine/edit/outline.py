@@ -8,11 +8,14 @@ the graph shows what a run would do even while the text has other problems.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from engine.edit.references import step_refs
 from engine.validation import STEP_ID
 from engine.yamlload import YamlLoadError, load
+
+_LONE_DASH = re.compile(r"-(\s+#.*)?")
 
 
 def outline(text: str) -> dict:
@@ -58,7 +61,7 @@ def _outline(text: str) -> dict:
             if isinstance(step_id, str) and STEP_ID.fullmatch(step_id) and step_id != "loop" and step_id not in ids:
                 ids[step_id] = i
     lines = text.split("\n")
-    boundaries = _boundaries(loaded, root, steps, len(lines))
+    boundaries = _boundaries(loaded, root, steps, lines)
     nodes, edges = [], {}
     previous = None
     for i, raw in enumerate(steps):
@@ -67,7 +70,7 @@ def _outline(text: str) -> dict:
         own = raw.get("id")
         owner = isinstance(own, str) and ids.get(own) == i
         if owner:
-            first = loaded.position(("steps", i))[0] or 1
+            first = _with_dash(lines, loaded.position(("steps", i))[0] or 1)
             last = max(first, boundaries[i] - 1)
             while last > first and (not lines[last - 1].strip() or lines[last - 1].lstrip().startswith("#")):
                 last -= 1
@@ -85,14 +88,22 @@ def _outline(text: str) -> dict:
             "edges": list(edges.values())}
 
 
-def _boundaries(loaded, root: dict, steps: list, line_count: int) -> list[int]:
+def _with_dash(lines: list[str], first: int) -> int:
+    """A step whose dash stands on a line of its own (`-` then its keys below) starts at that dash."""
+    if first > 1 and not lines[first - 1].lstrip().startswith("-") and _LONE_DASH.fullmatch(lines[first - 2].strip()):
+        return first - 1
+    return first
+
+
+def _boundaries(loaded, root: dict, steps: list, lines: list[str]) -> list[int]:
     """For each step, the line where the next thing starts (the next step, the next document key, or
     past the end)."""
     keys = list(root)
-    after = line_count + 1
+    after = len(lines) + 1
     if "steps" in keys and keys.index("steps") + 1 < len(keys):
         after = loaded.position((keys[keys.index("steps") + 1],), key=True)[0] or after
     starts = [loaded.position(("steps", i))[0] for i in range(len(steps))]
+    starts = [_with_dash(lines, start) if start else start for start in starts]
     out = []
     for i in range(len(steps)):
         nxt = starts[i + 1] if i + 1 < len(steps) and starts[i + 1] else after

@@ -142,13 +142,17 @@ class Source:
         return 2
 
     def item_indent(self) -> int:
-        """Columns from a step's dash to its keys (`- id:` is 2)."""
-        if self.block_steps() and self.step_nodes:
-            node = self.step_nodes[0]
-            dash = self.dash(node)
-            if dash >= 0 and node.kind == "map" and not node.flow and self.line_start(node.start) <= dash:
-                return max(2, node.items[0][0].start - dash)
-        return 2
+        """Columns from a step's dash to its keys (`- id:` is 2): what most steps do (the first 200 of them;
+        a dash on a line of its own counts by its keys' column), the earliest on a tie."""
+        widths: dict[int, int] = {}
+        if self.block_steps():
+            for node in self.step_nodes[:200]:
+                dash = self.dash(node)
+                if dash >= 0 and node.kind == "map" and not node.flow and node.items:
+                    width = self.column(self.key_begin(node.items[0][0])) - self.column(dash)
+                    if width >= 2:
+                        widths[width] = widths.get(width, 0) + 1
+        return max(widths, key=widths.get) if widths else 2
 
     def map_indent(self) -> int:
         """How far a nested block mapping is indented under its key, as the steps do it (2 by default)."""

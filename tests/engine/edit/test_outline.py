@@ -119,3 +119,13 @@ def test_a_document_with_no_steps_or_a_bad_steps_value():
     assert outline("name: wf\nsteps: 5\n") == {"parsed": True, "error": None, "sequential": False, "name": "wf",
                                               "steps": [], "edges": []}
     assert outline(None)["parsed"] is False
+
+
+def test_a_step_whose_dash_stands_alone_starts_at_its_dash_and_the_step_before_ends_before_it():
+    text = (Path(__file__).resolve().parent / "corpus" / "indent_styles.yaml").read_text()
+    spans = {step["id"]: step["lines"] for step in outline(text)["steps"]}
+    assert spans == {"a": [7, 9], "b": [10, 14], "c": [15, 19], "d": [20, 22]}
+    assert text.split("\n")[14] == "-"
+    # an empty item at the end of the step before is that step's, not the next one's dash
+    empty_item = "steps:\n- id: a\n  depends_on:\n  -\n- id: b\n"
+    assert {s["id"]: s["lines"] for s in outline(empty_item)["steps"]} == {"a": [2, 4], "b": [5, 5]}

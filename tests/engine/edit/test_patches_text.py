@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from engine.edit import apply_patch, copy_steps
 from engine.validation import validate_source
 from tests.engine.edit.test_patches import apply
@@ -206,3 +208,13 @@ def test_a_new_document_field_goes_after_a_block_scalar_whose_last_line_starts_w
     commented = "description: x\n  # deeper, about the description\n# the steps\nsteps:\n  - id: a\n    command: echo\n"
     assert apply(commented, {"op": "field.set", "id": None, "path": ["notes"], "value": "one\ntwo"}) == \
         commented.replace("description: x\n", 'description: x\nnotes: "one\\ntwo"\n')
+
+
+def test_a_new_step_follows_the_column_most_steps_put_their_keys_at():
+    path = Path(__file__).resolve().parent / "corpus" / "indent_styles.yaml"
+    text = path.read_text()  # steps' keys 2, 6, 4 and 4 columns after their dash
+    result = apply(text, {"op": "step.add", "after": "b", "step": {"id": "z", "agent": "shell", "command": "x"}})
+    assert result == text.replace("          - a\n-\n", "          - a\n-   id: z\n    agent: shell\n    command: x\n-\n")
+    four = "steps:\n-   id: a\n    command: x\n"
+    assert apply(four, {"op": "step.add", "after": None, "step": {"id": "b", "command": "y"}}) == \
+        four + "-   id: b\n    command: y\n"
