@@ -235,6 +235,15 @@ class Editor:
             end += len(tail)
         self.splice(start, end, text)
 
+    def _content_start(self, node: Node) -> int:
+        """Where a node's own characters begin, after its `&anchor`."""
+        start = node.start
+        if node.anchor is not None and self.text.startswith("&", start):
+            start += 1 + len(node.anchor)
+            while start < len(self.text) and self.text[start] in " \t\r\n":
+                start += 1
+        return start
+
     @staticmethod
     def _inline(value: Any, style: str) -> str:
         try:
@@ -246,7 +255,7 @@ class Editor:
         """Append `key: value` to a mapping."""
         self.protect(mapping)
         src = self.source
-        if mapping.flow and not self.text.startswith("{", mapping.start):  # `[k: v]`: a pair without braces
+        if mapping.flow and not self.text.startswith("{", self._content_start(mapping)):  # `[k: v]`: a pair without braces
             changed = plain_copy(self.value_at(self.parents()[id(mapping)][2]))
             changed[key] = value
             self._rewrite_container(mapping, changed)
@@ -291,7 +300,7 @@ class Editor:
         position = mapping.items.index(pair)
         begin = src.key_begin(key)
         following = src.key_begin(mapping.items[position + 1][0]) if position + 1 < len(mapping.items) else None
-        if mapping.flow and not self.text.startswith("{", mapping.start):  # `[k: v]`: a pair without braces
+        if mapping.flow and not self.text.startswith("{", self._content_start(mapping)):  # `[k: v]`: a pair without braces
             changed = plain_copy(self.value_at(self.parents()[id(mapping)][2]))
             del changed[key.value]
             self._rewrite_container(mapping, changed)

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from engine.edit.references import step_refs
+from engine.edit.source import collector_paused
 from engine.validation import STEP_ID
 from engine.yamlload import YamlLoadError, load
 
@@ -21,7 +22,8 @@ _LONE_DASH = re.compile(r"-(\s+#.*)?")
 def outline(text: str) -> dict:
     """{"parsed", "error", "sequential", "name", "steps": [...], "edges": [...]} (design 20, section 1)."""
     try:
-        return _outline(text)
+        with collector_paused():
+            return _outline(text)
     except YamlLoadError as exc:
         problem = exc.problem
         return _unparsed(problem.code, problem.message, problem.line, problem.column)

@@ -16,7 +16,7 @@ from engine.edit.editor import Editor
 from engine.edit.errors import PatchError, Patched
 from engine.edit.inserting import insert_steps
 from engine.edit.rename import reference_hits, rewrite_all
-from engine.edit.source import Source, bounded_load
+from engine.edit.source import Source, bounded_load, collector_paused
 from engine.edit.values import plain_copy
 
 MAX_PASTE_STEPS = 1000
@@ -24,6 +24,11 @@ MAX_PASTE_STEPS = 1000
 
 def copy_steps(text: str, ids: list[str]) -> str:
     """The steps `ids` (in document order) as a `- id: ...` block list at column 0, LF line endings."""
+    with collector_paused():
+        return _copy(text, ids)
+
+
+def _copy(text: str, ids: list[str]) -> str:
     source = Source(text)
     if not isinstance(ids, list) or not ids:
         raise PatchError("bad_patch", "`ids` must list at least one step id")

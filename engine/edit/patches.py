@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ruamel.yaml.error import YAMLError
+
 from engine.edit import render
 from engine.edit.checks import check_id, check_path, check_value, steps_required
 from engine.edit.editor import Editor
@@ -12,7 +14,7 @@ from engine.edit.inserting import expected_steps, insert_steps
 from engine.edit.pasting import duplicate, paste
 from engine.edit.references import step_refs
 from engine.edit.rename import rename
-from engine.edit.source import Source
+from engine.edit.source import Source, collector_paused
 from engine.edit.values import plain_copy
 from engine.graph import CycleError, Graph
 
@@ -52,12 +54,17 @@ def apply_patch(text: str, op: dict) -> Patched:
     missing = required - set(op)
     if missing:
         raise PatchError("bad_patch", f"a {kind} patch needs {', '.join(sorted(missing))}")
+    with collector_paused():
+        return _apply_to(text, kind, op)
+
+
+def _apply_to(text: str, kind: str, op: dict) -> Patched:
     source = Source(text)
     try:
         return _apply(source, kind, op)
     except PatchError:
         raise
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:  # never a 500 for a patch
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, YAMLError) as exc:  # never a 500
         raise PatchError("bad_patch", f"this patch cannot be applied to this text ({type(exc).__name__})") from exc
 
 

@@ -17,7 +17,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedSeq
 from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 
-from engine.edit.values import same
+from engine.edit.values import plain_copy, same
 from engine.yamlload import YamlLoadError, load
 
 
@@ -139,8 +139,7 @@ def sequence_item(value: Any, dash_column: int, layout: Layout, closed: bool = F
 
 def inline(value: Any) -> str:
     """One line of YAML for a value, safe in block and flow context: `a`, `'a: b'`, `[a, b]`, `{x: 1}`."""
-    if isinstance(value, FlowList):
-        value = list(value)
+    value = plain_copy(value)  # a FlowList anywhere inside is a plain list here (one line anyway)
     text = _dump({"k": value}, Layout(), flow=True).rstrip("\n")
     if not (text.startswith("{k: ") and text.endswith("}")) or "\n" in text:
         raise ValueError("the value does not fit on one line")

@@ -57,68 +57,81 @@ class Node:
 
 
 def build(text: str) -> Node:
-    """The node tree of a text that engine.yamlload accepted (one document, a mapping at the root)."""
-    parser = _Parser(text)
+    """The node tree of a text that engine.yamlload accepted (one document, a mapping at the root).
+
+    One pass over libyaml's events; the loop is the hot path of every patch on a big file, so it keeps
+    its work inline."""
+    get_event = _Parser(text).get_event
     stack: list[Node] = []
     pending_key: list = []  # per open map: the key node waiting for its value, or None
     anchors: dict[str, Node] = {}
     root = None
+    scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
+    map_start, seq_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
+    map_end, seq_end = yaml.MappingEndEvent, yaml.SequenceEndEvent
+    special = _SPECIAL_START
+    parent = None
     while True:
-        event = parser.get_event()
+        event = get_event()
         if event is None:
             break
         kind = type(event)
-        if kind is yaml.ScalarEvent:
+        if kind is scalar_event:
             node = Node("scalar", event.start_mark.index, event.anchor)
             node.end = event.end_mark.index
-            node.value = event.value
-            node.style = event.style or ""
-            if not node.value and not node.style and event.anchor is None:
+            value = node.value = event.value
+            style = node.style = event.style or ""
+            if not value and not style and event.anchor is None:
                 node.start = node.end = _after_indicator(text, node.start)
-            if node.style in ("|", ">"):
+            elif style == "|" or style == ">":
                 node.end = _block_scalar_end(text, node)
-        elif kind is yaml.AliasEvent:
+        elif kind is alias_event:
             node = Node("alias", event.start_mark.index)
             node.end = event.end_mark.index
             node.value = event.anchor
             node.target = anchors.get(event.anchor)
-        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-            node = Node("map" if kind is yaml.MappingStartEvent else "seq", event.start_mark.index, event.anchor)
+        elif kind is map_start or kind is seq_start:
+            node = Node("map" if kind is map_start else "seq", event.start_mark.index, event.anchor)
             node.flow = bool(event.flow_style)
-            _place(stack, pending_key, node)
+            if parent is not None:
+                _place(parent, pending_key, node)
             stack.append(node)
             pending_key.append(None)
+            parent = node
             if event.anchor is not None:
                 anchors[event.anchor] = node
             continue
-        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+        elif kind is map_end or kind is seq_end:
             node = stack.pop()
             pending_key.pop()
             node.end = event.end_mark.index if node.flow else node.content_end()
-            if not stack:
+            parent = stack[-1] if stack else None
+            if parent is None:
                 root = node
             continue
         else:
             continue
         if node.anchor is not None:
             anchors[node.anchor] = node
-        if not stack:
+        if parent is None:
             root = node
+        elif parent.kind == "seq":
+            parent.items.append(node)
+        elif pending_key[-1] is None:
+            if node.kind == "scalar" and not node.style and node.value and node.value[0] in special:
+                key = resolve_plain(node.value)  # as engine.yamlload names a plain key: `~:` is the key "null"
+                node.value = key if isinstance(key, str) else _key_text(key)
+            pending_key[-1] = node
         else:
-            _place(stack, pending_key, node)
+            parent.items.append((pending_key[-1], node))
+            pending_key[-1] = None
     return root
 
 
-def _place(stack: list[Node], pending_key: list, node: Node) -> None:
-    if not stack:
-        return
-    parent = stack[-1]
+def _place(parent: Node, pending_key: list, node: Node) -> None:
     if parent.kind == "seq":
         parent.items.append(node)
     elif pending_key[-1] is None:
-        if node.kind == "scalar" and not node.style and node.value and node.value[0] in _SPECIAL_START:
-            key = resolve_plain(node.value)  # as engine.yamlload names a plain key: `~:` is the key "null"
-            node.value = key if isinstance(key, str) else _key_text(key)
         pending_key[-1] = node
     else:
         parent.items.append((pending_key[-1], node))

@@ -284,3 +284,9 @@ def test_text_outside_the_loaders_bounds_is_refused(text, code):
     with pytest.raises(PatchError) as caught:
         apply_patch(text, {"op": "field.set", "id": None, "path": ["description"], "value": "x"})
     assert caught.value.code == code
+
+
+def test_an_anchored_one_line_step_gets_its_new_field_inside_its_braces_and_keeps_its_anchor():
+    text = "name: wf\nsteps:\n  - &first {id: a, command: x}\n  - &second {id: b, command: y}\n"
+    result = apply_patch(text, {"op": "edge.add", "from": "a", "to": "b"})
+    assert result.text == text.replace("command: y}", "command: y, depends_on: [a]}")
