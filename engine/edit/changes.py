@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
-import difflib
+from engine.edit.linediff import opcodes
 
 
-def _utf16(text: str, index: int) -> int:
-    return index + sum(1 for ch in text[:index] if ord(ch) > 0xFFFF)
+class _Utf16:
+    """Python indexes of one text as UTF-16 indexes, asked in increasing order (one pass in all)."""
+
+    def __init__(self, text: str):
+        self.text, self.at, self.extra = text, 0, 0
+        self.astral = not text.isascii() and any(ord(ch) > 0xFFFF for ch in text)
+
+    def __call__(self, index: int) -> int:
+        if self.astral:
+            if index < self.at:  # not in order: count again from the start
+                self.at, self.extra = 0, 0
+            self.extra += sum(1 for ch in self.text[self.at:index] if ord(ch) > 0xFFFF)
+            self.at = index
+        return index + self.extra
 
 
 def utf16_changes(old: str, splices: list[tuple[int, int, str]], shift: int = 0) -> list[dict]:
     """Sorted, non-overlapping splices of `old` (Python indexes) as CodeMirror changes, each trimmed to the
     characters that really change; `shift` is added (a BOM before `old`, one code unit)."""
     out = []
+    utf16 = _Utf16(old)
     for start, end, text in splices:
         removed = old[start:end]
         head = 0
@@ -25,7 +38,7 @@ def utf16_changes(old: str, splices: list[tuple[int, int, str]], shift: int = 0)
         if head == len(removed) == len(text):
             continue
         a, b = start + head, end - tail
-        out.append({"from": _utf16(old, a) + shift, "to": _utf16(old, b) + shift,
+        out.append({"from": utf16(a) + shift, "to": utf16(b) + shift,
                     "insert": text[head:len(text) - tail]})
     return out
 
@@ -46,17 +59,13 @@ def changes_between(old: str, new: str) -> list[dict]:
     a_lines = old_mid.splitlines(keepends=True)
     b_lines = new_mid.splitlines(keepends=True)
     splices = []
-    if len(a_lines) * len(b_lines) > 4_000_000:  # a huge rewrite: one change, not a quadratic diff
-        splices.append((head, len(old) - tail, new_mid))
-    else:
-        a_at = [0]
-        for line in a_lines:
-            a_at.append(a_at[-1] + len(line))
-        b_at = [0]
-        for line in b_lines:
-            b_at.append(b_at[-1] + len(line))
-        matcher = difflib.SequenceMatcher(None, a_lines, b_lines, autojunk=False)
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-            if tag != "equal":
-                splices.append((head + a_at[i1], head + a_at[i2], new_mid[b_at[j1]:b_at[j2]]))
+    a_at = [0]
+    for line in a_lines:
+        a_at.append(a_at[-1] + len(line))
+    b_at = [0]
+    for line in b_lines:
+        b_at.append(b_at[-1] + len(line))
+    for tag, i1, i2, j1, j2 in opcodes(a_lines, b_lines):  # fast on any size (engine.edit.linediff)
+        if tag != "equal":
+            splices.append((head + a_at[i1], head + a_at[i2], new_mid[b_at[j1]:b_at[j2]]))
     return utf16_changes(old, splices)

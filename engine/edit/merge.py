@@ -9,15 +9,15 @@ listed with its three chunks.
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 
 from merge3 import Merge3
 
+from engine.edit.linediff import Matcher, lines, opcodes
+
 BOM = "\ufeff"
 MARK_THEIRS, MARK_SPLIT, MARK_MINE = "<<<<<<< theirs", "=======", ">>>>>>> mine"
-_LINE = re.compile(r"[^\n]*\n|[^\n]+")
 
 
 @dataclass(frozen=True)
@@ -25,11 +25,6 @@ class Merged:
     text: str
     conflicts: list[dict] = field(default_factory=list)  # {"base", "theirs", "mine", "start_line", "end_line"}
     clean: bool = True
-
-
-def lines(text: str) -> list[str]:
-    """Split on "\\n" only, each line keeping its ending (str.splitlines also splits on U+2028 and friends)."""
-    return _LINE.findall(text)
 
 
 def _eol(text: str) -> str:
@@ -45,8 +40,7 @@ def _like(text: str, eol: str) -> str:
 
 def _hunks(base: list[str], side: list[str]) -> list[tuple[int, int, list[str]]]:
     """The side's edits as (base start, base end, new lines)."""
-    return [(i1, i2, side[j1:j2]) for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, base, side).get_opcodes()
-            if tag != "equal"]
+    return [(i1, i2, side[j1:j2]) for tag, i1, i2, j1, j2 in opcodes(base, side) if tag != "equal"]
 
 
 def _clash(one: tuple, other: tuple) -> bool:
@@ -116,7 +110,7 @@ def merge3way(base: str, theirs: str, mine: str) -> Merged:
     z, a, b = lines(base), lines(theirs), lines(mine)
     out: list[str] = []
     conflicts: list[dict] = []
-    for region in Merge3(z, a, b).merge_regions():
+    for region in Merge3(z, a, b, sequence_matcher=Matcher).merge_regions():
         kind = region[0]
         if kind == "unchanged":
             out += z[region[1]:region[2]]
