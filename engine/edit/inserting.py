@@ -39,7 +39,8 @@ def insert_steps(source: Source, steps: list[dict], after, text: str | None = No
                 nl + block
         if 0 < position < len(source.step_nodes):  # before the next step and the comments above it
             where = source.after_deeper_comments(source.item_span(position)[0], dash)
-            while where > 0 and not source.text[source.line_start(where - 1):where].strip():
+            floor = source.line_end(source.step_nodes[position - 1].content_end())  # a `|+` keeps its blank lines
+            while where > floor and not source.text[source.line_start(where - 1):where].strip():
                 where = source.line_start(where - 1)  # the blank lines that separate the steps stay before it
         elif position:
             where = source.after_deeper_comments(

@@ -129,3 +129,10 @@ def test_pasting_steps_that_share_an_anchored_list_renames_the_ids_in_the_alias_
     assert result.renamed == {"a": "a_2", "b": "b_2", "c": "c_2"}
     assert result.text == text + ("  - id: a_2\n    command: x\n  - id: b_2\n    command: y\n"
                                   "    depends_on: [a_2]\n  - id: c_2\n    command: z\n    depends_on: [a_2]\n")
+
+
+def test_a_step_pasted_after_one_ending_with_a_keep_block_scalar_leaves_it_its_blank_lines():
+    text = ("name: wf\nsteps:\n  - id: a\n    command: x\n  - id: kept\n    command: |+\n      printf 'k'\n\n"
+            "  - id: c\n    command: z\n")
+    result = apply_patch(text, {"op": "selection.paste", "yaml": "- id: n\n  command: y\n", "after": "kept"})
+    assert result.text == text.replace("\n\n  - id: c\n", "\n\n  - id: n\n    command: y\n  - id: c\n")
