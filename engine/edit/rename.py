@@ -107,6 +107,12 @@ def _rewrite(editor: Editor, source: Source, node: Node, value: str, hits: list)
             start += 1
     if node.style in ("|", ">"):
         start = source.line_end(start)
+    if node.style == '"':
+        spans = _quoted_spans(source.text[start:node.end])
+        if spans is not None and "".join(ch for ch, _, _ in spans) == value:  # the scalar, character by character
+            for offset, old, _new in chosen:  # the id's characters (escaped or not) become the new id; the rest stays
+                editor.splice(start + spans[offset][1], start + spans[offset + len(old) - 1][2], _new)
+            return new_value
     splices = []
     for offset, old, _new in chosen:
         value_at = occurrences(value, old)
@@ -123,6 +129,43 @@ def _rewrite(editor: Editor, source: Source, node: Node, value: str, hits: list)
         parent, slot, _ = editor.parents()[id(node)]
         editor.replace(node, parent, slot, new_value, protect=False)
     return new_value
+
+
+_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
+            "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85", "_": "\xa0",
+            "L": "\u2028", "P": "\u2029"}
+_HEX = {"x": 2, "u": 4, "U": 8}
+
+
+def _quoted_spans(text: str) -> list[tuple[str, int, int]] | None:
+    """A one-line double-quoted scalar's characters with where each is written ((char, start, end) offsets in
+    `text`, which starts with its opening quote); None when it spans lines or is not one scalar."""
+    if not text.startswith('"') or not text.endswith('"') or "\n" in text or "\r" in text:
+        return None
+    out: list[tuple[str, int, int]] = []
+    i, end = 1, len(text) - 1
+    while i < end:
+        ch = text[i]
+        if ch == '"':
+            return None
+        if ch != "\\":
+            out.append((ch, i, i + 1))
+            i += 1
+            continue
+        code = text[i + 1] if i + 1 < end else ""
+        if code in _ESCAPES:
+            out.append((_ESCAPES[code], i, i + 2))
+            i += 2
+        elif code in _HEX:
+            digits = text[i + 2:i + 2 + _HEX[code]]
+            if len(digits) != _HEX[code] or not all(c in "0123456789abcdefABCDEF" for c in digits) \
+                    or int(digits, 16) > 0x10FFFF:
+                return None
+            out.append((chr(int(digits, 16)), i, i + 2 + len(digits)))
+            i += 2 + len(digits)
+        else:
+            return None
+    return out
 
 
 def _apply_expected(editor: Editor, expected: dict, rewritten: dict[int, str]) -> None:

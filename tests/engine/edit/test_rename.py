@@ -123,10 +123,10 @@ def test_rename_keeps_escapes_that_do_not_spell_the_id():
         text.replace("id: a", "id: z").replace("${a.stdout}", "${z.stdout}")
 
 
-def test_rename_writes_the_scalar_again_when_an_escape_spells_the_id():
+def test_rename_keeps_an_escape_spelling_the_id_where_it_is_not_a_reference():
     text = 'name: wf\nsteps:\n  - id: a\n    command: x\n  - id: b\n    command: "\\x61 ${a.stdout}"\n'
     new = apply(text, {"op": "step.rename", "id": "a", "to": "z"})
-    assert new == 'name: wf\nsteps:\n  - id: z\n    command: x\n  - id: b\n    command: "a ${z.stdout}"\n'
+    assert new == 'name: wf\nsteps:\n  - id: z\n    command: x\n  - id: b\n    command: "\\x61 ${z.stdout}"\n'
 
 
 def test_rename_through_an_anchor_rewrites_the_anchored_text_once():
@@ -142,3 +142,11 @@ steps:
 """
     assert apply(text, {"op": "step.rename", "id": "a", "to": "z"}) == \
         text.replace("id: a", "id: z").replace("${a.stdout}", "${z.stdout}")
+
+
+def test_a_reference_spelled_with_escapes_is_renamed_and_every_other_escape_of_its_string_stays():
+    text = ('name: wf\nsteps:\n  - id: a\n    command: x\n  - id: b\n'
+            '    command: "echo \\u00e9\\t ${\\x61.stdout} \\x41 ${a.stdout}"\n')
+    result = apply_patch(text, {"op": "step.rename", "id": "a", "to": "zed"})
+    assert result.text == text.replace("id: a\n", "id: zed\n").replace(
+        "${\\x61.stdout} \\x41 ${a.stdout}", "${zed.stdout} \\x41 ${zed.stdout}")
