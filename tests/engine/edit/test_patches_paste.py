@@ -136,3 +136,12 @@ def test_a_step_pasted_after_one_ending_with_a_keep_block_scalar_leaves_it_its_b
             "  - id: c\n    command: z\n")
     result = apply_patch(text, {"op": "selection.paste", "yaml": "- id: n\n  command: y\n", "after": "kept"})
     assert result.text == text.replace("\n\n  - id: c\n", "\n\n  - id: n\n    command: y\n  - id: c\n")
+
+
+def test_a_paste_into_a_one_line_list_of_steps_keeps_the_list_one_line_without_the_pasted_comments():
+    # Decided: the document's one-line list stays one line (its steps' bytes untouched); the pasted steps'
+    # comments cannot stand inside it and are not kept. Rewriting the list as a block would rewrite every step.
+    text = "name: wf\nsteps: [{id: a, command: x}]   # one line\n"
+    result = apply_patch(text, {"op": "selection.paste", "yaml": "# first\n- id: b   # bee\n  command: y\n",
+                                "after": None})
+    assert result.text == "name: wf\nsteps: [{id: a, command: x}, {id: b, command: y}]   # one line\n"
