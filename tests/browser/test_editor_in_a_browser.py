@@ -396,3 +396,63 @@ def test_gestures_on_a_commented_workflow_keep_every_untouched_line_byte_for_byt
     page.wait_for_function(f"(want) => window.forgeGraph?.view?.cy.getElementById('ship').length === 1"
                            f" && ({near})(window.forgeGraph.view.cy.getElementById('ship').position(), want)", arg=ship, timeout=WAIT)
     console.shot(page, "workflow-page-placed-ship")
+
+
+
+LONG_LINE = "echo " + "the legal team reads every clause of the contract, " * 8
+LEGAL = "name: legal_flow\nsteps:\n" + "".join(
+    f"  - id: draft_{n}\n    agent: mock\n    command: |\n" + "".join(f"      echo part {k} of draft {n}\n" for k in range(8))
+    for n in range(1, 7)) + f"""\
+  - id: legal
+    name: Legal review
+    agent: mock
+    depends_on: [draft_6]
+    command: {LONG_LINE}
+"""
+
+
+def test_a_node_chosen_on_the_graph_shows_its_yaml_block_from_the_start_of_its_lines(console, browser):
+    page = console.login(browser, "olive")
+    page.goto(f"{console.url}/workflows/new-workflow/")
+    page.fill("#yaml", LEGAL)
+    page.click("text=Open in the editor")
+    page.wait_for_selector(READY, timeout=WAIT)
+    valid(page)
+    cy = "window.forgeEditor.graph.cy"
+    page.wait_for_function(f"() => {cy}.getElementById('legal').length === 1"
+                           " && document.getElementById('graph').dataset.layout === 'done'", timeout=WAIT)
+    scroller = "document.querySelector('#yaml .cm-scroller')"
+    pane = page.locator("#yaml .cm-scroller").bounding_box()
+    gutter = page.locator("#yaml .cm-gutters").bounding_box()
+
+    def click_node(step: str) -> None:
+        page.evaluate(f"(id) => {cy}.center({cy}.getElementById(id))", step)
+        node = page.evaluate(f"(id) => {cy}.getElementById(id).renderedPosition()", step)
+        canvas = page.locator("#graph .editor-graph-canvas").bounding_box()
+        page.mouse.click(canvas["x"] + node["x"], canvas["y"] + node["y"])
+        page.wait_for_function("(id) => window.forgeEditor.state.selected === id", arg=step, timeout=WAIT)
+        assert page.evaluate("() => window.forgeEditor.selection()").startswith(f"  - id: {step}\n")
+
+    def shown_from_its_start(first_line: str, inner_line: str) -> None:
+        """The chosen block's first line is in the pane, and no line's start is scrolled out of view."""
+        page.wait_for_function(f"() => {scroller}.scrollLeft === 0", timeout=WAIT)
+        first = page.locator("#yaml .cm-line", has_text=first_line).bounding_box()
+        assert pane["y"] <= first["y"] and first["y"] + first["height"] <= pane["y"] + pane["height"], (first, pane)
+        inner = page.locator("#yaml .cm-line", has_text=inner_line).element_handle()
+        start = page.evaluate("(line) => { const text = document.createTreeWalker(line, NodeFilter.SHOW_TEXT).nextNode();"
+                              " const r = document.createRange(); r.setStart(text, 0); r.setEnd(text, 1);"
+                              " return r.getBoundingClientRect().left; }", inner)  # its first character
+        assert start >= gutter["x"] + gutter["width"], f"the start of {inner_line!r} is under the gutter"
+
+    # legal's block is below the pane's view and its last line is far wider than the pane: chosen on the graph, it
+    # is scrolled into view, from the start of its lines (never sideways to the end of the long one).
+    assert page.evaluate(f"() => {scroller}.scrollTop") == 0
+    click_node("legal")
+    shown_from_its_start("- id: legal", "name: Legal review")
+    console.shot(page, "editor-chosen-block-from-its-start")
+
+    # The pane scrolled sideways by hand to read the long line; another step chosen is shown from its start too.
+    page.wait_for_function(f"() => {{ {scroller}.scrollLeft = 400; return {scroller}.scrollLeft === 400; }}",
+                           timeout=WAIT)
+    click_node("draft_6")
+    shown_from_its_start("- id: draft_6", "echo part 0 of draft 6")

@@ -104,7 +104,8 @@ function take(data) {
   state.valid = Boolean(data.valid);
   state.dirty = Boolean(data.dirty);
   if (data.revision > state.revision) state.revision = data.revision;
-  draw();
+  if (state.selected && !stepOf(state.selected)) state.selected = null;
+  return draw();
 }
 
 const stepOf = (id) => (id && state.outline.steps ? state.outline.steps.find((s) => s.id === id) || null : null);
@@ -116,20 +117,41 @@ function problemsByStep() {
   return by;
 }
 
-function draw() {
+// Drawing an answer (one every half second while typing; the answer of a 1,000-step workflow carries its whole
+// outline). What did not change is not drawn again: the pane, the graph, the inspector and the problems list each
+// skip an answer that changes nothing of theirs. What did change is drawn in tasks of its own (the pane, the
+// problems list and the validity at once; the graph; then the inspector), so that no task keeps the page from
+// the next key for long. Each task draws the newest answer: one taken meanwhile takes over the drawing.
+let drawing = 0;
+const nextTask = () => new Promise((resume) => setTimeout(resume, 0));
+
+async function draw() {
+  const run = ++drawing;
   if (state.drawn?.parsed) pane.setSteps?.(state.outline.steps); // an unparsed text keeps the last steps' spans
   pane.setProblems(state.problems);
-  graph?.update(state.drawn || state.outline, state.placements, problemsByStep());
-  if (state.selected && !stepOf(state.selected)) state.selected = null;
-  // A step chosen before the graph had it (an undo brings it back with the cursor in it) is chosen there now.
-  if (graph && state.selected && !graph.selected().includes(state.selected)) graph.select(state.selected);
-  inspector?.show(stepOf(state.selected), state.outline, problemsOf(state.selected));
   palette?.update(state.outline, state.selected);
   drawProblems();
   showValidity();
+  if (graph) {
+    await nextTask();
+    if (run !== drawing) return;
+    graph.update(state.drawn || state.outline, state.placements, problemsByStep());
+    // A step chosen before the graph had it (an undo brings it back with the cursor in it, a patch adds it) is
+    // chosen there now.
+    if (state.selected && !graph.selected().includes(state.selected)) graph.select(state.selected);
+  }
+  if (inspector) {
+    await nextTask();
+    if (run !== drawing) return;
+    inspector.show(stepOf(state.selected), state.outline, problemsOf(state.selected));
+  }
 }
 
+let listed = null; // the problems the list shows, as JSON: the same again is not drawn again
 function drawProblems() {
+  const key = JSON.stringify(state.problems);
+  if (key === listed) return;
+  listed = key;
   const list = $("problems");
   list.replaceChildren(...state.problems.map((p) => {
     const button = document.createElement("button");
@@ -444,7 +466,7 @@ async function start() {
   }
   bindKeys();
   known = new Set((d.outline?.steps || []).map((s) => s.id));
-  take(d);
+  await take(d); // drawn whole (the graph, the inspector) before the page says it is ready
   if (d.latest_version && d.base_version && d.latest_version > d.base_version) {
     say(`v${d.latest_version} was saved since your draft began on v${d.base_version}: saving will show a merge.`);
   }

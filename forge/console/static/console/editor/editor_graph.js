@@ -87,6 +87,7 @@ export function createEditorGraph(container, options = {}) {
   let hover = null;
   let layoutAsked = 0;
   let lastShape = "";
+  let lastSeen = ""; // what the last outline drawn showed (update)
   let elk = null;
   const big = () => steps.size > 300;
 
@@ -120,6 +121,12 @@ export function createEditorGraph(container, options = {}) {
       return;
     }
     const wasStale = container.classList.contains("editor-graph-stale");
+    // An outline that changes nothing drawn (typing in a step's command: twice a second on a 1,000-step
+    // workflow) is not compared node by node: its steps' looks, edges, problems and places are the same.
+    const seen = JSON.stringify([outline.steps.map((s) => s && [s.id, s.kind, s.agent]),
+      (outline.edges || []).map((e) => [e.from, e.to, e.explicit, e.via]), problemsByStep || {}, placementsNow || {}]);
+    if (seen === lastSeen && !wasStale) return;
+    lastSeen = seen;
     container.classList.remove("editor-graph-stale");
     placed = placementsNow || {};
     problems = problemsByStep || {};

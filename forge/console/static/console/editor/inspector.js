@@ -272,9 +272,17 @@ export function createInspector(container, opts = {}) {
     box.append(list);
     if (!readOnly) {
       const uid = "insp-" + (serial += 1);
-      const others = outline.steps.map((x) => x.id).filter((x) => x !== s.id && !explicit.includes(x));
       const input = el("input", { id: uid, type: "text", list: uid + "-ids", spellcheck: false, "aria-describedby": uid + "-msg", "data-path": "depends_on" });
-      const ids = el("datalist", { id: uid + "-ids" }, ...others.map((x) => el("option", { value: x })));
+      // The other steps' ids to choose from, listed when the field is first used: the form is drawn again as the
+      // step changes (twice a second while its YAML is typed), and a 1,000-step workflow's list is 1,000 elements.
+      const ids = el("datalist", { id: uid + "-ids" });
+      const offer = () => {
+        if (ids.childElementCount) return;
+        const others = outline.steps.map((x) => x.id).filter((x) => x !== s.id && !explicit.includes(x));
+        ids.append(...others.map((x) => el("option", { value: x })));
+      };
+      input.addEventListener("focus", offer);
+      input.addEventListener("pointerdown", offer);
       const msg = el("span", { className: "inspector-message", id: uid + "-msg", role: "alert" });
       const add = el("button", { type: "button", textContent: "Add", "aria-label": "Add the dependency named in the field" });
       const verdict = () => (!input.value ? "" : input.value === s.id ? "a step cannot depend on itself"
@@ -303,7 +311,8 @@ export function createInspector(container, opts = {}) {
   function show(s, outline, problems) {
     current = s;
     if (!s) {
-      shown = null;
+      if (shown === "") return; // the hint is shown already
+      shown = "";
       container.replaceChildren(el("p", { className: "muted", textContent: "Select a step on the graph to see its fields here." }));
       return;
     }

@@ -4,12 +4,12 @@
 // schema_lint.js) and the server's problems (setProblems) together. onChange(text, update) hears every change of
 // the text, patches and undo included (update.transactions say which: userEvent "patch", "undo", "input"...).
 import {
-  EditorView, EditorState, StateField, StateEffect, Compartment, keymap, lineNumbers, highlightActiveLineGutter,
-  highlightSpecialChars, drawSelection, dropCursor, rectangularSelection, crosshairCursor, highlightActiveLine,
-  foldGutter, foldKeymap, indentOnInput, syntaxHighlighting, defaultHighlightStyle, bracketMatching,
-  indentUnit, history, historyKeymap, defaultKeymap, indentWithTab, undo, redo, search,
-  searchKeymap, highlightSelectionMatches, autocompletion, completionKeymap, closeBrackets, closeBracketsKeymap,
-  linter, lintGutter, lintKeymap, forceLinting, yamlParser,
+  EditorView, EditorState, EditorSelection, StateField, StateEffect, Compartment, keymap, lineNumbers,
+  highlightActiveLineGutter, highlightSpecialChars, drawSelection, dropCursor, rectangularSelection,
+  crosshairCursor, highlightActiveLine, foldGutter, foldKeymap, indentOnInput, syntaxHighlighting,
+  defaultHighlightStyle, bracketMatching, indentUnit, history, historyKeymap, defaultKeymap, indentWithTab, undo,
+  redo, search, searchKeymap, highlightSelectionMatches, autocompletion, completionKeymap, closeBrackets,
+  closeBracketsKeymap, linter, lintGutter, lintKeymap, forceLinting, yamlParser,
 } from "../../vendor/codemirror/codemirror.js";
 import { yamlLines } from "./yaml_lines.js";
 import { lintCache, lintText } from "./schema_lint.js";
@@ -143,8 +143,12 @@ export function createYamlPane(parent, { text = "", schema = null, readOnly = fa
     applyChanges(changes, { userEvent = "patch" } = {}) {
       view.dispatch({ changes, userEvent, scrollIntoView: false });
     },
+    // The same problems where they already are (an answer to typing that changed none) are not set again: a
+    // new set lints the whole text again at once.
     setProblems(problems) {
-      view.dispatch({ effects: setServerProblems.of(problemDiagnostics(view.state, problems || [])) });
+      const found = problemDiagnostics(view.state, problems || []);
+      if (sameList(found, view.state.field(serverProblems), ["from", "to", "severity", "source", "message"])) return;
+      view.dispatch({ effects: setServerProblems.of(found) });
       forceLinting(view);
     },
     setCompletions({ agents, library, expressions, stepIds } = {}) {
@@ -170,16 +174,23 @@ export function createYamlPane(parent, { text = "", schema = null, readOnly = fa
       }
       spans.sort((a, b) => a.from - b.from);
       lists = { ...lists, stepIds: spans.map((s) => s.id) };
+      if (sameList(spans, view.state.field(stepSpans), ["id", "from", "to"])) return; // where they are already
       view.dispatch({ effects: setStepSpans.of(spans) });
     },
-    // Selects whole lines (a step's block chosen on the graph) and brings them into view.
+    // Selects whole lines (a step's block chosen on the graph) and brings them into view from their start: the
+    // whole block when it fits, else its first lines at the top, and never scrolled sideways to a long line's end
+    // (which would hide the start of every line).
     selectLines(first, last) {
       const doc = view.state.doc;
       const a = doc.line(clamp(first, 1, doc.lines));
       const b = doc.line(clamp(last ?? first, a.number, doc.lines));
+      const fits = view.lineBlockAt(b.to).bottom - view.lineBlockAt(a.from).top <= view.scrollDOM.clientHeight - 20;
+      // (xMargin: the lines' padding and more, so a block of whole lines is shown from the left edge.)
+      const scroll = EditorView.scrollIntoView(fits ? EditorSelection.range(b.to, a.from) : a.from,
+        { y: fits ? "nearest" : "start", x: "start", xMargin: 20 });
       quietSelection = true;
       try {
-        view.dispatch({ selection: { anchor: a.from, head: b.to }, scrollIntoView: true, userEvent: "select" });
+        view.dispatch({ selection: { anchor: a.from, head: b.to }, effects: scroll, userEvent: "select" });
       } finally {
         quietSelection = false;
       }
@@ -237,6 +248,11 @@ function problemDiagnostics(state, problems) {
       message: String(problem.message ?? ""),
     };
   });
+}
+
+// Whether two lists hold the same entries, compared by `keys`.
+function sameList(a, b, keys) {
+  return a.length === b.length && a.every((x, i) => keys.every((k) => x[k] === b[i][k]));
 }
 
 function clamp(value, low, high) {
