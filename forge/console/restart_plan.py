@@ -3,11 +3,11 @@ restart to what was shown."""
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from dataclasses import dataclass
 
+from engine.edit import unified_diff
 from engine.interpreter.restart import steps_to_rerun
 from engine.interpreter.state import StepStatus
 from forge.runs.compiled import run_workflow
@@ -54,9 +54,8 @@ def restart_plan(run: Run, step: str) -> RestartPlan:
     latest = run.workflow.latest_version()
     diff = ""
     if latest is not None and latest.pk != run.version_id:
-        diff = "".join(difflib.unified_diff(run.version.source.splitlines(keepends=True),
-                                            latest.source.splitlines(keepends=True),
-                                            f"v{run.version.number} (this run's)", f"v{latest.number} (latest)"))
+        diff = unified_diff(run.version.source, latest.source, f"v{run.version.number} (this run's)",
+                            f"v{latest.number} (latest)")
     return RestartPlan(run=run, step=step, rerun=[s for s in order if s in again], carried=carried,
                        latest_number=latest.number if diff else None, diff=diff)
 

@@ -9,7 +9,6 @@ else (ruamel included) sees them.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 from typing import Any
@@ -19,7 +18,7 @@ from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import JsonResponse, RawPostDataException
 from django.urls import reverse
 
-from engine.edit import PatchError, apply_patch, copy_steps, outline
+from engine.edit import PatchError, apply_patch, copy_steps, outline, unified_diff
 from engine.edit.summary import version_summary
 from engine.schema import lobsterx_schema
 from forge.accounts.roles import can
@@ -160,8 +159,7 @@ def diff(request):
         missing = [n for n in numbers if n not in versions]
         raise EditRefused("not_found", f"{workflow.name!r} has no version {missing[0]}", 404)
     old, new = versions[numbers[0]], versions[numbers[1]]
-    text = "".join(difflib.unified_diff(old.source.splitlines(keepends=True), new.source.splitlines(keepends=True),
-                                        f"v{old.number}", f"v{new.number}"))
+    text = unified_diff(old.source, new.source, f"v{old.number}", f"v{new.number}")
     return JsonResponse({"diff": text, "summary": version_summary(old.source, new.source)})
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from datetime import timedelta
 
@@ -15,6 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from engine.edit import unified_diff
 from engine.problems import WorkflowInvalid
 from forge.accounts.roles import can
 from forge.console.run_form import (RunFormRefused, arg_fields, posted_args, run_again, run_again_values,
@@ -50,9 +50,8 @@ def _versions(workflow: Workflow) -> list[tuple]:
     versions = list(workflow.versions.select_related("created_by").order_by("number"))
     shown, before = [], None
     for version in versions:
-        diff = "" if before is None else "".join(difflib.unified_diff(
-            before.source.splitlines(keepends=True), version.source.splitlines(keepends=True),
-            f"v{before.number}", f"v{version.number}"))
+        diff = "" if before is None else unified_diff(before.source, version.source, f"v{before.number}",
+                                                      f"v{version.number}")
         shown.append((version, diff))
         before = version
     return list(reversed(shown))
