@@ -14,7 +14,7 @@ from engine.edit import render
 from engine.edit.changes import utf16_changes
 from engine.edit.errors import PatchError, Patched
 from engine.edit.source import Source, bounded_load
-from engine.edit.spans import Node
+from engine.edit.spans import Node, descendants
 from engine.edit.values import plain_copy, same
 
 _MISSING = object()
@@ -90,18 +90,9 @@ class Editor:
         wanted = {id(t) for t in targets if t.anchor is not None}
         if not wanted:
             return []
-        found = []
-        stack = [self.source.root]
-        while stack:
-            node = stack.pop()
-            if node.kind == "alias":
-                if id(node.target) in wanted and not (outside and outside[0] <= node.start < outside[1]):
-                    found.append(node)
-            elif node.kind == "map":
-                stack.extend(pair[1] for pair in node.items)
-            elif node.kind == "seq":
-                stack.extend(node.items)
-        return found
+        return [node for node in descendants(self.source.root)
+                if node.kind == "alias" and id(node.target) in wanted
+                and not (outside and outside[0] <= node.start < outside[1])]
 
     def value_at(self, path: tuple) -> Any:
         value = self.source.value
@@ -163,16 +154,8 @@ class Editor:
                 chain.append(current)
             entry = parents.get(id(current))
             current = entry[0] if entry else None
-        stack = [node]  # and the anchors inside it, whose text goes or changes with it
-        while stack:
-            current = stack.pop()
-            if current is not node and current.anchor is not None:
-                chain.append(current)
-            if current.kind == "map":
-                for key, value in current.items:
-                    stack.extend((key, value))
-            elif current.kind == "seq":
-                stack.extend(current.items)
+        # and the anchors inside it, whose text goes or changes with it
+        chain += [inner for inner in descendants(node, keys=True) if inner is not node and inner.anchor is not None]
         for alias in self.aliases_of(chain, (node.start, node.content_end())):
             self.expand(alias)
 

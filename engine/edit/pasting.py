@@ -17,6 +17,7 @@ from engine.edit.errors import PatchError, Patched
 from engine.edit.inserting import insert_steps
 from engine.edit.rename import reference_hits, rewrite_all
 from engine.edit.source import Source, bounded_load, collector_paused
+from engine.edit.spans import descendants
 from engine.edit.values import plain_copy
 
 MAX_PASTE_STEPS = 1000
@@ -39,16 +40,9 @@ def _copy(text: str, ids: list[str]) -> str:
     editor = Editor(source)
     inside = []
     for i, span in zip(positions, spans):
-        node = source.step_nodes[i]
-        stack = [node]
-        while stack:
-            current = stack.pop()
+        for current in descendants(source.step_nodes[i]):
             if current.kind == "alias" and not any(s <= current.target.start < e for s, e in spans):
                 editor.expand(current)  # its anchor is not copied: the copy holds the value itself
-            elif current.kind == "map":
-                stack.extend(pair[1] for pair in current.items)
-            elif current.kind == "seq":
-                stack.extend(current.items)
         inside.append(span)
     if spans[-1][1] == len(source.text):
         editor.eof_break(len(source.text))  # the copy ends with a line break: a last `|` scalar must not take it
@@ -133,9 +127,12 @@ def paste(source: Source, text, after, suffix: str = "") -> Patched:
             if (None, step_id, new) not in entry[2]:
                 entry[2].append((None, step_id, new))
     expected = plain_copy(wrapped.value)
-    for alias in _aliases(wrapped):
-        editor.expand(alias)
-    for node in _anchored(wrapped):
+    for alias in descendants(wrapped.root):
+        if alias.kind == "alias":
+            editor.expand(alias)
+    for node in descendants(wrapped.root, keys=True):
+        if node.anchor is None or not wrapped.text.startswith("&", node.start):
+            continue
         end = node.start + 1 + len(node.anchor)
         while end < len(wrapped.text) and wrapped.text[end] in " \t":
             end += 1
@@ -149,33 +146,6 @@ def paste(source: Source, text, after, suffix: str = "") -> Patched:
     block = result.text[len("steps:\n"):]
     renamed = {old: new for _, old, new in ids_pasted if old != new}
     return insert_steps(source, pasted, after, text=block, renamed=renamed)
-
-
-def _aliases(source: Source) -> list:
-    found, stack = [], [source.root]
-    while stack:
-        node = stack.pop()
-        if node.kind == "alias":
-            found.append(node)
-        elif node.kind == "map":
-            stack.extend(pair[1] for pair in node.items)
-        elif node.kind == "seq":
-            stack.extend(node.items)
-    return found
-
-
-def _anchored(source: Source) -> list:
-    found, stack = [], [source.root]
-    while stack:
-        node = stack.pop()
-        if node.anchor is not None and source.text.startswith("&", node.start):
-            found.append(node)
-        if node.kind == "map":
-            for key, value in node.items:
-                stack.extend((key, value))
-        elif node.kind == "seq":
-            stack.extend(node.items)
-    return found
 
 
 def duplicate(source: Source, step_id) -> Patched:

@@ -15,6 +15,7 @@ from engine.edit.pasting import duplicate, paste
 from engine.edit.references import step_refs
 from engine.edit.rename import rename
 from engine.edit.source import Source, collector_paused
+from engine.edit.spans import descendants
 from engine.edit.values import plain_copy
 from engine.graph import CycleError, Graph
 
@@ -405,7 +406,7 @@ def step_remove(source: Source, op: dict) -> Patched:
     expected, steps = expected_steps(source)
     start, end = source.item_span(i)
     node = source.step_nodes[i]
-    anchored = _anchored_within(node)
+    anchored = [inner for inner in descendants(node, keys=True) if inner.anchor is not None]
     for alias in editor.aliases_of(anchored, (start, end)):
         editor.expand(alias)
     for j, raw in enumerate(source.step_values):
@@ -433,20 +434,6 @@ def step_remove(source: Source, op: dict) -> Patched:
             editor.splice(seq.items[i - 1].end, seq.items[i].end, "")
     del steps[i]
     return editor.finish(expected)
-
-
-def _anchored_within(node) -> list:
-    found, stack = [], [node]
-    while stack:
-        current = stack.pop()
-        if current.anchor is not None:
-            found.append(current)
-        if current.kind == "map":
-            for key, value in current.items:
-                stack.extend((key, value))
-        elif current.kind == "seq":
-            stack.extend(current.items)
-    return found
 
 
 _OPS = {

@@ -8,6 +8,8 @@ bounded too. Offsets are Python string indexes of the text without its BOM.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import yaml
 
 from engine.yamlload import _SPECIAL_START, _key_text, resolve_plain
@@ -54,6 +56,21 @@ class Node:
 
     def __repr__(self) -> str:
         return f"Node({self.kind}, {self.start}-{self.end})"
+
+
+def descendants(node: Node, keys: bool = False) -> Iterator[Node]:
+    """The node and every node under it, aliases not followed; the keys of maps too when `keys`."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if current.kind == "map":
+            for key, value in current.items:
+                if keys:
+                    stack.append(key)
+                stack.append(value)
+        elif current.kind == "seq":
+            stack.extend(current.items)
 
 
 def build(text: str) -> Node:

@@ -11,6 +11,7 @@ import difflib
 import math
 from typing import Any
 
+from engine.edit.values import same
 from engine.yamlload import YamlLoadError, load
 
 
@@ -41,7 +42,7 @@ def version_summary(old_text: str, new_text: str) -> dict:
     added = [i for i in new_steps if i not in old_steps]
     removed = [i for i in old_steps if i not in new_steps]
     for gone in list(removed):
-        twin = next((i for i in added if _same(_without_id(old_steps[gone]), _without_id(new_steps[i]))), None)
+        twin = next((i for i in added if same(_without_id(old_steps[gone]), _without_id(new_steps[i]))), None)
         if twin is not None:
             summary["renamed"].append({"from": gone, "to": twin})
             removed.remove(gone)
@@ -81,7 +82,7 @@ def _diff(old: dict, new: dict, prefix: str) -> list[dict]:
             changes.append({"field": path, "change": "added", "old": None, "new": _json(new[key])})
         elif isinstance(old[key], dict) and isinstance(new[key], dict):
             changes += _diff(old[key], new[key], path + ".")
-        elif not _same(old[key], new[key]):
+        elif not same(old[key], new[key]):
             changes.append({"field": path, "change": "changed", "old": _json(old[key]), "new": _json(new[key])})
     return changes
 
@@ -96,19 +97,6 @@ def _json(value: Any) -> Any:
     if isinstance(value, list):
         return [_json(v) for v in value]
     return value
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as written values: `1`, `1.0` and `true` differ (Python's == says they are equal); NaN is NaN."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return a == b
 
 
 def _moved(old_order: list[str], new_order: list[str]) -> list[str]:

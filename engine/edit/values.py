@@ -16,7 +16,8 @@ def plain_copy(value: Any) -> Any:
 
 
 def same(a: Any, b: Any) -> bool:
-    """Equal as loaded values: NaN equals NaN, 1 is not True (key order aside: a new key may go anywhere)."""
+    """Equal as loaded values: `1`, `1.0` and `true` differ (Python's == says they are equal), NaN equals NaN
+    (key order aside: a new key may go anywhere)."""
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):

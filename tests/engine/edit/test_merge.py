@@ -7,23 +7,9 @@ from hypothesis import strategies as st
 
 from engine.edit.merge import merge3way
 from engine.validation import validate_source
+from tests.engine.edit.documents import THREE_STEPS
 
-BASE = """\
-name: wf
-# the fetch step
-steps:
-  - id: fetch
-    agent: shell
-    command: echo one
-  - id: build
-    agent: shell
-    command: echo two
-    depends_on: [fetch]
-  - id: ship
-    agent: shell
-    command: echo three
-    depends_on: [build]
-"""
+BASE = THREE_STEPS
 
 
 def edit(text: str, old: str, new: str) -> str:
@@ -58,7 +44,8 @@ def test_an_insertion_next_to_an_edit_merges():
 
 
 def test_a_step_removed_there_and_another_edited_here_merge():
-    theirs = edit(BASE, "  - id: fetch\n    agent: shell\n    command: echo one\n", "")
+    fetch = BASE[BASE.index("  - id: fetch\n"):BASE.index("  - id: build\n")]
+    theirs = edit(BASE, fetch, "")
     theirs = edit(theirs, "    depends_on: [fetch]\n", "")
     mine = edit(BASE, "echo three", "echo tres")
     merged = merge3way(BASE, theirs, mine)
@@ -81,9 +68,9 @@ def test_the_same_line_changed_two_ways_is_a_conflict_listed_and_marked():
     merged = merge3way(BASE, theirs, mine)
     assert not merged.clean
     assert merged.conflicts == [{"base": "    command: echo two\n", "theirs": "    command: echo zwei\n",
-                                 "mine": "    command: echo deux\n", "start_line": 9, "end_line": 13}]
+                                 "mine": "    command: echo deux\n", "start_line": 10, "end_line": 14}]
     got = merged.text.split("\n")
-    assert got[8:13] == ["<<<<<<< theirs", "    command: echo zwei", "=======", "    command: echo deux",
+    assert got[9:14] == ["<<<<<<< theirs", "    command: echo zwei", "=======", "    command: echo deux",
                          ">>>>>>> mine"]
     assert "echo uno" in merged.text  # the clean change beside it is merged all the same
     assert not validate_source(merged.text).valid  # a text with markers cannot be saved as it is

@@ -6,79 +6,47 @@ from engine.edit import apply_patch
 from engine.validation import validate_source
 from tests.engine.edit.test_patches import apply
 
-EVERY_KIND = """\
+# Every place the engine reads a step id as a reference is `{ref}`; every other "fetch" (an argument, a
+# variable, an output named fetch, plain text) must stay as it is.
+TEMPLATE = """\
 name: wf
 args:
   fetch: {type: string, default: "x"}
 steps:
-  - id: fetch
+  - id: {ref}
     agent: shell
     command: echo fetch
     outputs: {rows: {type: integer}, fetch: {type: string}}
   - id: use
     agent: shell
-    command: "echo fetch ${fetch.outputs.rows} {{ fetch.stdout }} $${fetch.rows} ${args.fetch} ${vars.fetch}"
-    stdin: $fetch.stdout
+    command: "echo fetch ${{ref}.outputs.rows} {{ {ref}.stdout }} $${fetch.rows} ${args.fetch} ${vars.fetch}"
+    stdin: ${ref}.stdout
     depends_on:
-      - fetch   # the fetch step
-    condition: "fetch.outputs.rows > 0 and $fetch.outputs.fetch != 'fetch'"
-    success_criteria: ["outputs.fetch == 'ok'", "fetch.outputs.rows >= 1"]
+      - {ref}   # the fetch step
+    condition: "{ref}.outputs.rows > 0 and ${ref}.outputs.fetch != 'fetch'"
+    success_criteria: ["outputs.fetch == 'ok'", "{ref}.outputs.rows >= 1"]
     inputs:
-      rows: {from: "fetch.outputs.rows", type: integer}
+      rows: {from: "{ref}.outputs.rows", type: integer}
     outputs: {fetch: {type: string}}
   - id: approve
     approval: required
     approval_message: |
-      Rows: ${fetch.outputs.rows} (fetch)
+      Rows: ${{ref}.outputs.rows} (fetch)
     depends_on: [use]
   - id: again
     agent: shell
     command: echo ${loop.iteration}
     loop:
       max_iterations: 3
-      until: "output == fetch.outputs.fetch or iteration > 2"
+      until: "output == {ref}.outputs.fetch or iteration > 2"
     depends_on: [approve]
   - id: child
-    workflow_ref: {name: other, args: {n: "${fetch.outputs.rows}", m: fetch}}
+    workflow_ref: {name: other, args: {n: "${{ref}.outputs.rows}", m: fetch}}
     depends_on: [again]
 """
 
-RENAMED = """\
-name: wf
-args:
-  fetch: {type: string, default: "x"}
-steps:
-  - id: load
-    agent: shell
-    command: echo fetch
-    outputs: {rows: {type: integer}, fetch: {type: string}}
-  - id: use
-    agent: shell
-    command: "echo fetch ${load.outputs.rows} {{ load.stdout }} $${fetch.rows} ${args.fetch} ${vars.fetch}"
-    stdin: $load.stdout
-    depends_on:
-      - load   # the fetch step
-    condition: "load.outputs.rows > 0 and $load.outputs.fetch != 'fetch'"
-    success_criteria: ["outputs.fetch == 'ok'", "load.outputs.rows >= 1"]
-    inputs:
-      rows: {from: "load.outputs.rows", type: integer}
-    outputs: {fetch: {type: string}}
-  - id: approve
-    approval: required
-    approval_message: |
-      Rows: ${load.outputs.rows} (fetch)
-    depends_on: [use]
-  - id: again
-    agent: shell
-    command: echo ${loop.iteration}
-    loop:
-      max_iterations: 3
-      until: "output == load.outputs.fetch or iteration > 2"
-    depends_on: [approve]
-  - id: child
-    workflow_ref: {name: other, args: {n: "${load.outputs.rows}", m: fetch}}
-    depends_on: [again]
-"""
+EVERY_KIND = TEMPLATE.replace("{ref}", "fetch")
+RENAMED = TEMPLATE.replace("{ref}", "load")
 
 
 def test_the_fixture_is_a_valid_workflow():

@@ -5,24 +5,9 @@ from __future__ import annotations
 import json
 
 from engine.edit.summary import version_summary
+from tests.engine.edit.documents import THREE_STEPS
 
-OLD = """\
-name: wf
-description: first
-steps:
-  - id: fetch
-    agent: shell
-    command: echo one
-    retry: {max_retries: 2, backoff_s: 1}
-  - id: build
-    agent: shell
-    command: echo two
-    depends_on: [fetch]
-  - id: ship
-    agent: shell
-    command: echo three
-    depends_on: [build]
-"""
+OLD = THREE_STEPS
 
 
 def summary(new: str, old: str = OLD) -> dict:
