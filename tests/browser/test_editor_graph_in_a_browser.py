@@ -11,7 +11,6 @@ import json
 
 import pytest
 
-from tests.browser.console import CHROMIUM
 from tests.browser.editor_graph_page import big_outline, edge, serve_fixture, step
 
 # fetch -> summarize (implicit: summarize reads fetch's stdout), summarize -> review -> publish (explicit).
@@ -21,15 +20,6 @@ OUTLINE = {"parsed": True, "error": None, "sequential": False, "name": "news", "
     step("review", kind="approval", approval="required", depends_on=["summarize"]),
     step("publish", agent="shell", command="publish", depends_on=["review"]),
 ], "edges": [edge("fetch", "summarize", False, ["stdin"]), edge("summarize", "review"), edge("review", "publish")]}
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        yield browser
-        browser.close()
 
 
 @pytest.fixture
