@@ -26,6 +26,9 @@ from forge.workflows.services import MAX_SOURCE_BYTES, version_append, workflow_
 
 MAX_MESSAGE = WorkflowVersion._meta.get_field("message").max_length
 MAX_REVISION = 2**63 - 1
+# How far a page's revision may run ahead of the stored one: each request the page sends is the next one, so a
+# page is never that far ahead; a larger one would leave the draft no newer revision to be written at.
+MAX_REVISION_AHEAD = 1_000_000
 
 
 class EditRefused(Exception):
@@ -78,9 +81,13 @@ def storable(text, what: str, limit: int = MAX_SOURCE_BYTES) -> str:
     return text
 
 
-def revision_of(value) -> int:
+def revision_of(value, draft: Draft) -> int:
+    """The revision a page sent for `draft`: a positive integer at most MAX_REVISION_AHEAD past the stored one."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_REVISION:
         raise EditRefused("bad_request", "revision must be a positive integer")
+    if value > draft.revision + MAX_REVISION_AHEAD:
+        raise EditRefused("bad_value", f"revision {value} is more than {MAX_REVISION_AHEAD:,} past the draft's "
+                          f"{draft.revision}; reload the editor")
     return value
 
 
@@ -147,7 +154,7 @@ def draft_write(user, draft: Draft, text: str, revision: int) -> bool:
     so a late write of older text never overwrites newer text."""
     require_edit(user)
     storable(text, "the text")
-    revision_of(revision)
+    revision_of(revision, draft)
     written = Draft.objects.filter(pk=draft.pk, user=user, revision__lt=revision).update(
         text=text, revision=revision, updated_at=timezone.now())
     if written:

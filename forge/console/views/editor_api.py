@@ -176,7 +176,7 @@ def _stale(draft, revision: int) -> None:
 def draft_text(request, draft, body: dict):
     """The typing request: keep the text as the draft's, and answer its problems and outline."""
     text = editing.storable(body["text"], "the text")
-    _stale(draft, editing.revision_of(body["revision"]))
+    _stale(draft, editing.revision_of(body["revision"], draft))
     if not editing.draft_write(request.user, draft, text, body["revision"]):
         _stale(editing.draft_of(request.user, draft.pk), body["revision"])  # a newer write came in between
     return JsonResponse({"revision": draft.revision, **_state(draft, text)})
@@ -186,7 +186,7 @@ def draft_text(request, draft, body: dict):
 def draft_patch(request, draft, body: dict):
     """A graph or inspector gesture: the patch applied to the page's text (which may be ahead of the draft's)."""
     text = editing.storable(body["text"], "the text")
-    _stale(draft, editing.revision_of(body["revision"]))
+    _stale(draft, editing.revision_of(body["revision"], draft))
     try:
         patched = apply_patch(text, body["op"])
     except PatchError as exc:
@@ -222,7 +222,7 @@ def draft_placements(request, draft, body: dict):
 
 @endpoint("POST", keys={"text": str, "revision": int, "message": str, "base_version": (int, type(None))})
 def draft_save(request, draft, body: dict):
-    editing.revision_of(body["revision"])
+    editing.revision_of(body["revision"], draft)
     saved = editing.draft_save(request.user, draft, body["text"], body["message"], body["base_version"])
     editing.draft_write(request.user, draft, body["text"], body["revision"])  # the page's revision, when newer
     version = saved.version
