@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.edit import apply_patch, outline  # noqa: E402
+from engine.edit import PatchError, apply_patch, copy_steps, outline  # noqa: E402
 from engine.edit.linediff import lines, unified_diff  # noqa: E402
 from engine.edit.merge import merge3way  # noqa: E402
 
@@ -47,6 +47,14 @@ def timed(label: str, call) -> None:
     print(f"  {label:44s} cpu {time.process_time() - cpu:6.2f} s   wall {time.perf_counter() - wall:6.2f} s")
 
 
+def refused(call) -> None:
+    try:
+        call()
+    except PatchError:
+        return
+    raise AssertionError("expected a refusal")
+
+
 def main() -> None:
     ops = [{"op": "field.set", "id": "s100", "path": ["timeout"], "value": "1m"},
            {"op": "step.add", "step": {"id": "zz", "agent": "shell", "command": "x"}, "after": "s10"},
@@ -58,6 +66,13 @@ def main() -> None:
         for op in ops:
             timed(op["op"], lambda op=op: apply_patch(text, op))
         timed("outline", lambda: outline(text))
+    flow = "name: big\nsteps: [" + ", ".join(f"{{id: s{i}, agent: mock, command: x}}" for i in range(26_000)) + "]\n"
+    print(f"26,000 steps in a one-line list: {len(flow.encode()) / 2**20:.2f} MiB (refusals: the bounded load, no more)")
+    timed("copy_steps refused (no block list)", lambda: refused(lambda: copy_steps(flow, ["s1"])))
+    many = "".join(f"- id: p{i}\n  agent: mock\n  command: x\n" for i in range(3_000))
+    small = "name: small\nsteps:\n  - id: a\n    command: x\n"
+    timed("selection.paste of 3,000 steps refused", lambda: refused(
+        lambda: apply_patch(small, {"op": "selection.paste", "yaml": many, "after": None})))
     base = realistic()
     theirs, mine = changed(base, 0.3, 1), changed(base, 0.3, 2)
     print(f"two 5,000-step versions, 30% of lines changed at random ({len(lines(base)):,} lines)")

@@ -16,7 +16,7 @@ from engine.edit.editor import Editor
 from engine.edit.errors import PatchError, Patched
 from engine.edit.inserting import insert_steps
 from engine.edit.rename import reference_hits, rewrite_all
-from engine.edit.source import Source, bounded_load, collector_paused
+from engine.edit.source import Source, block_steps_loaded, bounded_load, collector_paused
 from engine.edit.spans import descendants
 from engine.edit.values import plain_copy
 
@@ -30,9 +30,12 @@ def copy_steps(text: str, ids: list[str]) -> str:
 
 
 def _copy(text: str, ids: list[str]) -> str:
-    source = Source(text)
     if not isinstance(ids, list) or not ids:
         raise PatchError("bad_patch", "`ids` must list at least one step id")
+    loaded = bounded_load(text)
+    if not block_steps_loaded(text, loaded):  # refused before the node tree is built
+        raise PatchError("unknown_step", "the document has no block list of steps to copy from")
+    source = Source(text, loaded)
     if not source.block_steps():
         raise PatchError("unknown_step", "the document has no block list of steps to copy from")
     positions = sorted({source.step_position(step_id) for step_id in ids})
@@ -101,11 +104,15 @@ def fresh_id(base: str, taken: set[str], suffix: str = "") -> str:
 def paste(source: Source, text, after, suffix: str = "") -> Patched:
     if not isinstance(text, str):
         raise PatchError("bad_patch", "`yaml` must be the text of the steps to paste")
-    listed = _as_list(text)
-    wrapped = Source("steps:\n" + listed)  # the bounded loader sees the pasted text before anything else
-    values = wrapped.step_values
-    if not values or len(values) > MAX_PASTE_STEPS or not all(isinstance(v, dict) for v in values):
+    listed = "steps:\n" + _as_list(text)
+    loaded = bounded_load(listed)  # the bounded loader sees the pasted text before anything else
+    values = loaded.value["steps"] if isinstance(loaded.value.get("steps"), list) else []
+    if len(values) > MAX_PASTE_STEPS:  # refused before the node tree is built
+        raise PatchError("too_large", f"a paste holds at most {MAX_PASTE_STEPS:,} steps; this one has "
+                         f"{len(values):,}: paste them in parts")
+    if not values or not all(isinstance(v, dict) for v in values):
         raise PatchError("bad_patch", "paste a block list of step mappings (what Copy gives) or one step's mapping")
+    wrapped = Source(listed, loaded)
     taken = set(source.index)
     names: dict[str, str] = {}
     ids_pasted: list[tuple[int, str, str]] = []

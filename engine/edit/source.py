@@ -46,11 +46,31 @@ def bounded_load(text: str):
         raise PatchError("not_parsed", "the text nests too deeply") from None
 
 
+def block_steps_loaded(text: str, loaded) -> bool:
+    """Whether the loaded text's `steps` is a block list, told from where its value starts, without the node tree
+    (which costs as much again as the load on a 1 MiB text): a list that is neither `[...]` nor an alias."""
+    steps = loaded.value.get("steps")
+    marks = loaded.marks.get(id(loaded.value))
+    if not isinstance(steps, list) or marks is None or "steps" not in marks[0]:
+        return False
+    text = text[len(BOM):] if text.startswith(BOM) else text
+    at = marks[0]["steps"].index
+    if text.startswith("&", at):  # its anchor: the list itself starts after the name, blanks and comments
+        while at < len(text) and text[at] not in " \t\r\n":
+            at += 1
+        while at < len(text) and text[at] in " \t\r\n#":
+            if text[at] == "#":
+                newline = text.find("\n", at)
+                at = len(text) if newline < 0 else newline
+            at += 1
+    return not text.startswith(("[", "*"), at)
+
+
 class Source:
     """The text (BOM apart), its values (aliases resolved), its node tree, and where its steps are."""
 
-    def __init__(self, text: str):
-        self.loaded = bounded_load(text)
+    def __init__(self, text: str, loaded=None):
+        self.loaded = loaded if loaded is not None else bounded_load(text)  # `loaded`: bounded_load(text) done
         self.bom = BOM if text.startswith(BOM) else ""
         self.text = text[len(self.bom):]
         self.value: dict = self.loaded.value

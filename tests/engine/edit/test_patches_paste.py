@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.edit import PatchError, apply_patch, copy_steps
+from engine.edit import PatchError, apply_patch, copy_steps, outline, spans
+from engine.edit.pasting import MAX_PASTE_STEPS
 from engine.validation import validate_source
 from tests.engine.edit.test_patches import apply
 
@@ -145,3 +146,41 @@ def test_a_paste_into_a_one_line_list_of_steps_keeps_the_list_one_line_without_t
     result = apply_patch(text, {"op": "selection.paste", "yaml": "# first\n- id: b   # bee\n  command: y\n",
                                 "after": None})
     assert result.text == "name: wf\nsteps: [{id: a, command: x}, {id: b, command: y}]   # one line\n"
+
+
+def pasted_steps(n: int) -> str:
+    return "".join(f"- id: p{i}\n  agent: mock\n  command: x\n" for i in range(n))
+
+
+def test_a_paste_of_more_steps_than_the_limit_is_refused_naming_the_limit_and_the_count(monkeypatch):
+    built = []
+    monkeypatch.setattr(spans, "build", lambda text, build=spans.build: built.append(text) or build(text))
+    with pytest.raises(PatchError) as caught:
+        apply_patch(DOC, {"op": "selection.paste", "yaml": pasted_steps(3000), "after": None})
+    assert caught.value.code == "too_large"
+    assert built == [DOC]  # the document's node tree only: the pasted text's was not built to be refused
+    monkeypatch.undo()
+    assert f"at most {MAX_PASTE_STEPS:,} steps" in caught.value.message and "3,000" in caught.value.message
+    result = apply_patch(DOC, {"op": "selection.paste", "yaml": pasted_steps(MAX_PASTE_STEPS), "after": None})
+    assert [s["id"] for s in outline(result.text)["steps"]][-2:] == [f"p{MAX_PASTE_STEPS - 2}",
+                                                                     f"p{MAX_PASTE_STEPS - 1}"]
+    assert len(outline(result.text)["steps"]) == 2 + MAX_PASTE_STEPS
+
+
+@pytest.mark.parametrize("steps", ["[{id: a, command: x}, {id: b, command: y}]", "&s [{id: a, command: x}]",
+                                   "&s  # the list\n  [{id: a, command: x}]", "*s", "[]", "", "{id: a}"])
+def test_copy_from_a_document_without_a_block_list_of_steps_is_refused_before_its_node_tree_is_built(
+        monkeypatch, steps):
+    anchored = "x-s: &t" if steps.startswith("&s") else "x-s: &s"  # one anchor of each name
+    text = f"name: wf\n{anchored} [{{id: a, command: x}}]\nsteps: {steps}\n"
+    monkeypatch.setattr(spans, "build", lambda text: pytest.fail("the node tree was built"))
+    with pytest.raises(PatchError) as caught:
+        copy_steps(text, ["a"])
+    assert (caught.value.code, caught.value.message) == (
+        "unknown_step", "the document has no block list of steps to copy from")
+
+
+@pytest.mark.parametrize("steps", ["\n  - id: a\n    command: x", " &s\n  - id: a\n    command: x",
+                                   " &s   # the list\n\n  - id: a\n    command: x"])
+def test_copy_from_a_block_list_of_steps_however_it_starts(steps):
+    assert copy_steps(f"name: wf\nsteps:{steps}\n", ["a"]) == "- id: a\n  command: x\n"
