@@ -5,7 +5,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from tests.browser.console import CHROMIUM, Console
-from tests.cluster.harness import Deployment
+from tests.cluster.harness import Deployment, Gates
 
 
 @pytest.fixture(scope="module")
@@ -19,15 +19,20 @@ def browser():
 @pytest.fixture(params=["sqlite", "postgres"])
 def console(request, tmp_path):
     """A console on the embedded default, then on PostgreSQL + Redis; screenshots go to FORGE_SCREENSHOTS or
-    the test's folder. A test whose pages met any Content-Security-Policy violation fails at teardown."""
+    the test's folder. A test whose pages met any Content-Security-Policy violation fails at teardown.
+    `console.gates` holds python steps running tests.cluster.callables.gated until the test opens their gate."""
     shots = Path(os.environ.get("FORGE_SCREENSHOTS") or tmp_path / "shots") / request.param
     shots.mkdir(parents=True, exist_ok=True)
-    deployment = Deployment(tmp_path, request.param, FORGE_PYTHON_CALLABLES="forge.runs.callables.noop")
+    gates, ledger = Gates(tmp_path / "gates"), tmp_path / "ledger.txt"
+    deployment = Deployment(tmp_path, request.param,
+                            FORGE_PYTHON_CALLABLES="forge.runs.callables.noop,tests.cluster.callables.gated",
+                            FORGE_TEST_GATES=str(gates.path), FORGE_TEST_LEDGER=str(ledger))
     try:
         console = Console(deployment, shots)
     except BaseException:
         deployment.close()
         raise
+    console.gates = gates
     try:
         yield console
         violations = console.csp_violations()
