@@ -27,6 +27,7 @@ class Editor:
         self.splices: list[tuple[int, int, str]] = []
         self.layout = render.Layout(source.map_indent(), source.seq_offset(), source.newline)
         self._parents: dict[int, tuple[Node | None, Any, tuple]] | None = None
+        self._aliases: dict[int, list[Node]] | None = None  # id(anchored node) -> its aliases, one walk per patch
         self._pending: dict[int, Node] = {}  # aliases to write out at the end, unless replaced meanwhile
         self._handled: set[int] = set()
         self.values: Any = None  # the document's new values, when aliases must be written out as changed
@@ -90,9 +91,14 @@ class Editor:
         wanted = {id(t) for t in targets if t.anchor is not None}
         if not wanted:
             return []
-        return [node for node in descendants(self.source.root)
-                if node.kind == "alias" and id(node.target) in wanted
-                and not (outside and outside[0] <= node.start < outside[1])]
+        if self._aliases is None:  # every protect asks: walking the whole tree each time was quadratic
+            self._aliases = {}
+            for node in descendants(self.source.root):
+                if node.kind == "alias":
+                    self._aliases.setdefault(id(node.target), []).append(node)
+        found = [node for target in wanted for node in self._aliases.get(target, ())
+                 if not (outside and outside[0] <= node.start < outside[1])]
+        return sorted(found, key=lambda node: node.start)
 
     def value_at(self, path: tuple) -> Any:
         value = self.source.value
