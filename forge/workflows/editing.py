@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -16,9 +15,9 @@ from engine.edit.merge import merge3way
 from engine.expressions import RESERVED_ROOTS
 from engine.expressions.nodes import FUNCTIONS
 from engine.validation import UNTIL_LOCALS, Report
-from forge.accounts.roles import can
 from forge.audit.services import audit
 from forge.workflows import placements
+from forge.workflows.placements import require_edit
 from forge.governance.models import Agent
 from forge.request_guard import IN_VALUE
 from forge.workflows.models import Draft, StepLibraryEntry, Workflow, WorkflowVersion
@@ -59,11 +58,6 @@ class SaveConflict(EditRefused):
 class Saved:
     version: WorkflowVersion
     created: bool  # False: the text was the latest version's already, nothing was added
-
-
-def require_edit(user) -> None:
-    if not can(user, "workflow.edit"):
-        raise PermissionDenied("you may not edit workflows")
 
 
 def storable(text, what: str, limit: int = MAX_SOURCE_BYTES) -> str:

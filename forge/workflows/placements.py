@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
 from engine.validation import STEP_ID
 from engine.yamlload import YamlLoadError, load
+from forge.accounts.roles import can
 from forge.audit.services import audit
 from forge.workflows import layouts
 from forge.workflows.layouts import LIMIT, _coordinate as coordinate
@@ -69,11 +71,11 @@ def cleaned(positions: Any, known: list[str] | None) -> dict[str, dict[str, floa
 
 def placements_set(user, draft: Draft, positions: Any) -> int:
     """Keep where the person put these steps of the draft's workflow; the number kept. One audit event."""
+    require_edit(user)
     kept = cleaned(positions, step_ids(draft.text))
     with transaction.atomic():
         if draft.workflow_id is None:
-            Draft.objects.filter(pk=draft.pk).update(placements={**draft.placements, **kept})
-            draft.placements = {**draft.placements, **kept}
+            _draft_merge(draft, kept)
         else:
             _rows(user, draft.workflow, kept)
         audit("forge.layout.placed", user=user, target=draft_target(draft), detail={"steps": sorted(kept)[:100],
@@ -84,13 +86,13 @@ def placements_set(user, draft: Draft, positions: Any) -> int:
 def placement_copy(user, draft: Draft, old: str, new: str) -> bool:
     """A renamed step keeps its place: the old id's position is copied to the new id (the saved versions still
     name the old one, so its row stays). False when the old id had no position."""
+    require_edit(user)
     with transaction.atomic():
         if draft.workflow_id is None:
-            at = draft.placements.get(old)
+            at = _draft_merge(draft, {}).get(old)
             if at is None:
                 return False
-            draft.placements = {**draft.placements, new: at}
-            Draft.objects.filter(pk=draft.pk).update(placements=draft.placements)
+            _draft_merge(draft, {new: at})
         else:
             row = StepPlacement.objects.filter(workflow=draft.workflow, step_id=old).first()
             if row is None:
@@ -107,6 +109,22 @@ def placements_adopt(user, draft: Draft, workflow: Workflow, text: str) -> None:
     kept = {step: at for step, at in (draft.placements or {}).items() if step in steps}
     if kept:
         _rows(user, workflow, kept)
+
+
+def require_edit(user) -> None:
+    """Every editor write's check (forge.workflows.editing's too: it imports this module, not the reverse)."""
+    if not can(user, "workflow.edit"):
+        raise PermissionDenied("you may not edit workflows")
+
+
+def _draft_merge(draft: Draft, kept: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """The draft's placements with `kept` added, read under the row's lock: two requests of one page at once
+    (two nodes dropped in quick succession) each add their own instead of the later one undoing the earlier."""
+    current = Draft.objects.select_for_update().filter(pk=draft.pk).values_list("placements", flat=True).first()
+    draft.placements = {**(current or {}), **kept}
+    if kept:
+        Draft.objects.filter(pk=draft.pk).update(placements=draft.placements)
+    return draft.placements
 
 
 def _rows(user, workflow: Workflow, kept: dict[str, dict[str, float]]) -> None:

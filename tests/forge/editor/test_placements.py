@@ -89,3 +89,29 @@ def test_past_the_bound_the_places_of_steps_the_workflow_no_longer_has_are_forgo
     page.post(url("editor_placements", draft), {"positions": {"hello": {"x": 1, "y": 1}, "done": {"x": 2, "y": 2}}})
     assert sorted(StepPlacement.objects.filter(workflow=greeter).values_list("step_id", flat=True)) == [
         "done", "hello"]
+
+
+def test_two_placements_of_one_new_workflow_at_once_both_stay(operator):
+    """Two requests of one page (two nodes dropped in quick succession) each read the draft before the other
+    wrote: the later one adds its step's place, it does not put back the draft it read."""
+    from forge.workflows import placements
+    draft = draft_new(operator, SOURCE.replace("greeter", "fresh"))
+    first, second = Draft.objects.get(pk=draft.pk), Draft.objects.get(pk=draft.pk)
+    placements.placements_set(operator, first, {"hello": {"x": 1, "y": 2}})
+    placements.placements_set(operator, second, {"shout": {"x": 3, "y": 4}})
+    draft.refresh_from_db()
+    assert draft.placements == {"hello": {"x": 1.0, "y": 2.0}, "shout": {"x": 3.0, "y": 4.0}}
+
+
+def test_a_person_who_may_not_edit_places_nothing_even_through_the_service(operator, approver, greeter):
+    """The service checks, not only the endpoint: what is placed is what every page of the workflow draws."""
+    from django.core.exceptions import PermissionDenied
+
+    from forge.workflows import placements
+    draft = draft_open(operator, greeter)
+    before = world_state()
+    with pytest.raises(PermissionDenied):
+        placements.placements_set(approver, draft, {"hello": {"x": 1, "y": 2}})
+    with pytest.raises(PermissionDenied):
+        placements.placement_copy(approver, draft, "hello", "hi")
+    assert world_state() == before
