@@ -60,10 +60,8 @@ def reference_hits(source: Source, names: dict[str, str]) -> dict:
             target, value = _locate(source.step_nodes[j], raw, ref)
             if target is None:
                 continue
-            entry = hits.setdefault(id(target), (target, value, []))
-            hit = (ref.offset, ref.target, names[ref.target])
-            if hit not in entry[2]:
-                entry[2].append(hit)
+            # the same place reached twice (through an alias) is one hit: _rewrite takes each once
+            hits.setdefault(id(target), (target, value, []))[2].append((ref.offset, ref.target, names[ref.target]))
     return hits
 
 
@@ -97,9 +95,7 @@ def _locate(step: Node, raw: dict, ref: Ref) -> tuple[Node | None, str]:
 def _rewrite(editor: Editor, source: Source, node: Node, value: str, hits: list) -> str:
     """Replace the old ids at the hits' offsets (None: the whole value) in the scalar's own characters."""
     chosen = sorted({(0 if offset is None else offset, old, new) for offset, old, new in hits}, reverse=True)
-    new_value = value
-    for offset, old, new in chosen:
-        new_value = new_value[:offset] + new + new_value[offset + len(old):]
+    new_value = _replaced(value, chosen)
     start = node.start
     if node.anchor is not None and source.text.startswith("&", start):
         start = start + 1 + len(node.anchor)
@@ -114,13 +110,19 @@ def _rewrite(editor: Editor, source: Source, node: Node, value: str, hits: list)
                 editor.splice(start + spans[offset][1], start + spans[offset + len(old) - 1][2], _new)
             return new_value
     splices = []
+    # each name's places scanned once, not once per reference: one scalar may hold 100,000 of them
+    located: dict[str, tuple[dict[int, int], list[int]] | None] = {}
     for offset, old, _new in chosen:
-        value_at = occurrences(value, old)
-        text_at = occurrences(source.text[start:node.end], old)
-        if len(text_at) != len(value_at) or offset not in value_at:
+        if old not in located:
+            value_at = occurrences(value, old)
+            text_at = occurrences(source.text[start:node.end], old)
+            located[old] = ({at: k for k, at in enumerate(value_at)}, text_at) if len(text_at) == len(value_at) \
+                else None
+        found = located[old]
+        if found is None or offset not in found[0]:
             splices = None
             break
-        at = start + text_at[value_at.index(offset)]
+        at = start + found[1][found[0][offset]]
         splices.append((at, at + len(old), _new))
     if splices is not None:
         for splice in splices:
@@ -129,6 +131,16 @@ def _rewrite(editor: Editor, source: Source, node: Node, value: str, hits: list)
         parent, slot, _ = editor.parents()[id(node)]
         editor.replace(node, parent, slot, new_value, protect=False)
     return new_value
+
+
+def _replaced(value: str, chosen: list) -> str:
+    """The value with each (offset, old, new) of `chosen` (not overlapping) replaced, in one pass."""
+    parts, index = [], 0
+    for offset, old, new in sorted(chosen):
+        parts += [value[index:offset], new]
+        index = offset + len(old)
+    parts.append(value[index:])
+    return "".join(parts)
 
 
 _ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",

@@ -118,3 +118,19 @@ def test_a_reference_spelled_with_escapes_is_renamed_and_every_other_escape_of_i
     result = apply_patch(text, {"op": "step.rename", "id": "a", "to": "zed"})
     assert result.text == text.replace("id: a\n", "id: zed\n").replace(
         "${\\x61.stdout} \\x41 ${a.stdout}", "${zed.stdout} \\x41 ${zed.stdout}")
+
+
+def test_a_field_holding_many_references_is_scanned_once_per_name(monkeypatch):
+    # a scalar may hold 100,000 references: scanning it again for each one (and rebuilding its value per
+    # reference) made a 100 KB command take 40 s
+    from engine.edit import rename
+
+    scans = []
+    real = rename.occurrences
+    monkeypatch.setattr(rename, "occurrences", lambda text, word: scans.append(word) or real(text, word))
+    many = " ".join(["${fetch.stdout}", "fetch", "{{ fetch.outputs.x }}"] * 200)
+    for quote in ("", "'"):
+        text = f"name: wf\nsteps:\n  - id: fetch\n    command: x\n  - id: use\n    command: {quote}{many}{quote}\n"
+        assert apply(text, {"op": "step.rename", "id": "fetch", "to": "get"}) == text.replace(
+            "id: fetch", "id: get").replace("${fetch.", "${get.").replace("{{ fetch.", "{{ get.")
+    assert len(scans) == 2 * 2 * 2  # per document, the id and the command: their value and text once each
