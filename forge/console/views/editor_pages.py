@@ -140,7 +140,8 @@ def workflow_versions(request, name: str):
     """Every version (who, when, the message); the diff of the two chosen is read from the diff endpoint."""
     require_view(request)
     workflow = get_object_or_404(Workflow, name=name)
-    versions = list(workflow.versions.select_related("created_by").order_by("-number"))
+    # not their texts (up to 1 MiB each, every version): the diff endpoint reads the two compared
+    versions = list(workflow.versions.select_related("created_by").defer("source").order_by("-number"))
     numbers = {v.number for v in versions}
     chosen = [_number(request.GET.get(key), numbers) for key in ("a", "b")]
     b = chosen[1] or (versions[0].number if versions else None)

@@ -168,6 +168,19 @@ def test_the_versions_page_lists_who_when_and_the_message_and_diffs_the_last_two
     assert "Restore" not in html  # read-only: no edit control
 
 
+def test_the_versions_page_reads_no_version_text(client, three_versions, approver):
+    """A workflow has as many versions as saves, each up to 1 MiB: the list reads who, when and the message only
+    (the diff endpoint reads the two texts compared)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(approver)
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(reverse("console:workflow_versions", args=["greeter"])).status_code == 200
+    listed = [q["sql"] for q in queries if 'FROM "forge_workflows_workflowversion"' in q["sql"]]
+    assert listed and not [sql for sql in listed if '"forge_workflows_workflowversion"."source"' in sql]
+
+
 @pytest.mark.parametrize("query", ["a=1&b=3", "a=3&b=1", "a=x&b=1;drop", "a=99999999999&b=-1", "a=&b="])
 def test_any_two_versions_may_be_chosen_and_a_bad_choice_falls_back(client, three_versions, operator, query):
     html = page(client, operator, reverse("console:workflow_versions", args=["greeter"]) + "?" + query)
