@@ -59,12 +59,14 @@ def _region(base: list[str], theirs: list[str], mine: list[str]):
     edits = [(h, 0) for h in _hunks(base, theirs)] + [(h, 1) for h in _hunks(base, mine)]
     edits.sort(key=lambda e: (e[0][0], e[0][1], e[1]))
     groups: list[list] = []  # edits that clash with one another, transitively, in base order
+    group_end = 0  # where the last group's edits end in base, kept as it grows (not recomputed per edit)
     for edit in edits:
-        if groups and (edit[0][0] < max(h[1] for h, _ in groups[-1])
-                       or any(_clash(edit[0], other[0]) for other in groups[-1])):
+        if groups and (edit[0][0] < group_end or any(_clash(edit[0], other[0]) for other in groups[-1])):
             groups[-1].append(edit)
+            group_end = max(group_end, edit[0][1])
         else:
             groups.append([edit])
+            group_end = edit[0][1]
     at = 0
     for group in groups:
         start = min(h[0] for h, _ in group)

@@ -177,3 +177,15 @@ def test_edits_that_never_touch_the_same_line_always_merge_cleanly(case):
     merged = merge3way(base, theirs, mine)
     assert merged.clean, merged.conflicts
     assert merged.text == expected
+
+
+def test_a_chain_of_overlapping_edits_is_one_conflict_holding_both_sides_whole():
+    # theirs rewrites lines 0-2, 4-6, ...; mine 2-4, 6-8, ...: each edit overlaps the next, so they are one
+    # group (its end is kept as it grows: recomputing it per edit was quadratic, 120 s on a 1 MiB text)
+    base = [f"l{i}\n" for i in range(40)]
+    theirs = [f"t{i}\n" if i % 4 != 3 else line for i, line in enumerate(base)]
+    mine = [f"m{i}\n" if i % 4 != 1 else line for i, line in enumerate(base)]
+    merged = merge3way("".join(base), "".join(theirs), "".join(mine))
+    assert [(c["base"], c["theirs"], c["mine"]) for c in merged.conflicts] == \
+        [("".join(base), "".join(theirs), "".join(mine))]
+    assert merged.text == "<<<<<<< theirs\n" + "".join(theirs) + "=======\n" + "".join(mine) + ">>>>>>> mine\n"
