@@ -16,11 +16,11 @@ from engine.expressions import RESERVED_ROOTS
 from engine.expressions.nodes import FUNCTIONS
 from engine.validation import UNTIL_LOCALS, Report
 from forge.audit.services import audit
-from forge.workflows import placements
-from forge.workflows.placements import require_edit
 from forge.governance.models import Agent
 from forge.request_guard import IN_VALUE
+from forge.workflows import placements
 from forge.workflows.models import Draft, StepLibraryEntry, Workflow, WorkflowVersion
+from forge.workflows.placements import require_edit
 from forge.workflows.services import MAX_SOURCE_BYTES, version_append, workflow_validate
 
 MAX_MESSAGE = WorkflowVersion._meta.get_field("message").max_length
@@ -256,6 +256,9 @@ def version_restore(user, workflow: Workflow, number: int, message: str = "") ->
         latest = workflow.latest_version()
         if old.pk == latest.pk:
             raise EditRefused("unchanged", f"version {number} is the latest version already")
+        if old.content_hash == latest.content_hash:  # restored before: a save of the latest text adds none either
+            raise EditRefused("unchanged", f"the latest version, v{latest.number}, holds version {number}'s text "
+                              "already")
         report = workflow_validate(source=old.source)
         if not report.valid:  # today's step library or agents may refuse what it once accepted
             raise SaveInvalid(report)

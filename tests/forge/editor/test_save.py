@@ -148,6 +148,10 @@ def test_restoring_an_old_version_makes_its_text_the_newest_audited(operator, gr
     with pytest.raises(EditRefused) as latest:
         version_restore(operator, greeter, 3)
     assert latest.value.code == "unchanged"
+    with pytest.raises(EditRefused) as again:  # v1 restored twice: v3 holds its text, no v4 of the same text
+        version_restore(operator, greeter, 1)
+    assert again.value.code == "unchanged" and "v3" in again.value.message
+    assert greeter.versions.count() == 3
     with pytest.raises(EditRefused) as missing:
         version_restore(operator, greeter, 9)
     assert missing.value.status == 404
