@@ -330,7 +330,8 @@ class Editor:
         for k in positions:
             self.protect(sequence.items[k])
         src = self.source
-        keep = [k for k in range(len(sequence.items)) if k not in positions]
+        dropped = set(positions)  # a list may name one step 100,000 times: no scan of `positions` per item
+        keep = [k for k in range(len(sequence.items)) if k not in dropped]
         if sequence.flow:
             texts = [self.text[sequence.items[k].start:sequence.items[k].end] for k in keep]
             self.splice(sequence.items[0].start, sequence.items[-1].end, ", ".join(texts))
