@@ -204,7 +204,12 @@ function showValidity(kind, why) {
 
 // -- patches: every gesture of the graph, the inspector and the palette ---------------------------------------
 let patches = Promise.resolve();
-const patch = (op) => (patches = patches.then(() => applyPatch(op)));
+// One failed gesture never stops the next: a rejected chain would drop every later patch without a word.
+const patch = (op) => (patches = patches.then(() => applyPatch(op)).catch((error) => {
+  console.error(error);
+  say("The change was not made: the page could not apply the server's answer.");
+  textChanged();
+}));
 
 async function applyPatch(op, again = true) {
   clearTimeout(timer);
@@ -231,7 +236,8 @@ async function applyPatch(op, again = true) {
   }
   applying = true;
   try {
-    pane.applyChanges(answer.data.changes, { userEvent: "patch" });
+    // Ranges outside the text throw before anything changes: the whole-text fallback below then takes over.
+    try { pane.applyChanges(answer.data.changes, { userEvent: "patch" }); } catch (error) { console.error(error); }
     if (pane.getText() !== answer.data.text) { // never expected: the server's ranges missed; its text is the truth
       console.error("the patch's changes do not give the server's text; the pane takes the whole text");
       pane.applyChanges([{ from: 0, to: pane.getText().length, insert: answer.data.text }], { userEvent: "patch" });
