@@ -89,14 +89,19 @@ def _as_list(text: str) -> str:
                                                               for line in lines[first + 1:]])
 
 
-def fresh_id(base: str, taken: set[str], suffix: str = "") -> str:
-    """`base` + suffix, then `_2`, `_3`, ... until it is free (ids stay within 64 characters)."""
-    for n in range(1, 100_000):
+def fresh_id(base: str, taken: set[str], suffix: str = "", tried: dict | None = None) -> str:
+    """`base` + suffix, then `_2`, `_3`, ... until it is free (ids stay within 64 characters). `tried` keeps
+    where each base's search stopped: `taken` only grows, so 1,000 pasted `x` next to `x_2`...`x_60000` do
+    not each count from the start (10 s)."""
+    first = tried.get((base, suffix), 1) if tried is not None else 1
+    for n in range(first, 100_000):
         tail = suffix + ("" if n == 1 else f"_{n}")
         if not suffix and n == 1:
             continue
         candidate = base[:64 - len(tail)] + tail
         if candidate not in taken:
+            if tried is not None:
+                tried[(base, suffix)] = n + 1
             return candidate
     raise PatchError("duplicate_id", f"no free id near {base!r}")
 
@@ -114,11 +119,12 @@ def paste(source: Source, text, after, suffix: str = "") -> Patched:
         raise PatchError("bad_patch", "paste a block list of step mappings (what Copy gives) or one step's mapping")
     wrapped = Source(listed, loaded)
     taken = set(source.index)
+    tried: dict = {}
     names: dict[str, str] = {}
     ids_pasted: list[tuple[int, str, str]] = []
     for k, raw in enumerate(values):
         step_id = check_id(raw.get("id"), "a pasted step's id")
-        new = step_id if step_id not in taken and not suffix else fresh_id(step_id, taken, suffix)
+        new = step_id if step_id not in taken and not suffix else fresh_id(step_id, taken, suffix, tried)
         taken.add(new)
         names.setdefault(step_id, new)
         ids_pasted.append((k, step_id, new))

@@ -184,3 +184,23 @@ def test_copy_from_a_document_without_a_block_list_of_steps_is_refused_before_it
                                    " &s   # the list\n\n  - id: a\n    command: x"])
 def test_copy_from_a_block_list_of_steps_however_it_starts(steps):
     assert copy_steps(f"name: wf\nsteps:{steps}\n", ["a"]) == "- id: a\n  command: x\n"
+
+
+def test_many_pasted_steps_of_one_taken_id_get_the_next_free_ids_without_counting_from_the_start():
+    from engine.edit.pasting import fresh_id
+
+    text = "name: wf\nsteps:\n  - id: x\n    command: a\n  - id: x_2\n    command: b\n  - id: x_4\n    command: c\n"
+    result = apply_patch(text, {"op": "selection.paste", "after": None, "yaml": "- id: x\n- id: x\n- id: x\n"})
+    assert result.text == text + "  - id: x_3\n  - id: x_5\n  - id: x_6\n"
+
+    class Counted(set):
+        asked = 0
+
+        def __contains__(self, item):
+            Counted.asked += 1
+            return super().__contains__(item)
+
+    taken, tried = Counted({"x", *(f"x_{n}" for n in range(2, 1000))}), {}
+    for _ in range(100):
+        taken.add(fresh_id("x", taken, "", tried))
+    assert Counted.asked == 998 + 100  # the taken ones once, then one free id each
