@@ -279,7 +279,6 @@ class Editor:
         return self.source.newline
 
     def _rewrite_container(self, node: Node, value: Any) -> None:
-        parent, slot, _ = self.parents()[id(node)]
         self.splice(node.start, node.end, render.inline(value))
 
     def remove_entry(self, mapping: Node, pair: tuple) -> None:

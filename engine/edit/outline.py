@@ -7,12 +7,11 @@ the graph shows what a run would do even while the text has other problems.
 
 from __future__ import annotations
 
-import math
 import re
-from typing import Any
 
 from engine.edit.references import step_refs
 from engine.edit.source import collector_paused
+from engine.edit.values import json_safe
 from engine.validation import STEP_ID
 from engine.yamlload import YamlLoadError, load
 
@@ -79,7 +78,7 @@ def _outline(text: str) -> dict:
             agent = raw.get("agent")
             nodes.append({"id": own, "kind": kind_of(raw), "agent": agent if isinstance(agent, str) else None,
                           "name": raw["name"] if isinstance(raw.get("name"), str) else "",
-                          "lines": [first, last], "fields": _json(raw)})
+                          "lines": [first, last], "fields": json_safe(raw)})
             if sequential and previous is not None and "depends_on" not in raw:
                 _edge(edges, previous, own, "sequential", False)
             for ref in step_refs(raw, ids):
@@ -120,14 +119,3 @@ def _edge(edges: dict, source: str, target: str, via: str, explicit: bool) -> No
     edge["explicit"] = edge["explicit"] or explicit
     if via not in edge["via"]:
         edge["via"].append(via)
-
-
-def _json(value: Any) -> Any:
-    """The step's values as JSON can carry them: a NaN or an infinity becomes its YAML text."""
-    if isinstance(value, dict):
-        return {str(k): _json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
-    return value

@@ -79,12 +79,6 @@ def _apply(source: Source, kind: str, op: dict) -> Patched:
     return _OPS[kind](source, op)
 
 
-# -- checks ---------------------------------------------------------------
-
-
-# -- the document's values after a patch -----------------------------------------
-
-
 # -- field.set / field.unset ---------------------------------------------------
 
 

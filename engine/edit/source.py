@@ -105,10 +105,6 @@ class Source:
     def column(self, i: int) -> int:
         return i - self.line_start(i)
 
-    def is_blank_or_comment(self, start: int, end: int) -> bool:
-        line = self.text[start:end].strip(" \t\r\n")
-        return not line or line.startswith("#")
-
     def after_deeper_comments(self, where: int, column: int) -> int:
         """Move an insertion point (a line start) past the comment lines that follow it indented deeper than
         `column`: they belong to what ends there, and a new block scalar would read them as its text."""
@@ -149,9 +145,6 @@ class Source:
         if i is None or i >= len(self.step_nodes):
             raise PatchError("unknown_step", f"there is no step {step_id!r}")
         return i
-
-    def step_node(self, step_id: str) -> spans.Node:
-        return self.step_nodes[self.step_position(step_id)]
 
     def block_steps(self) -> bool:
         return self.steps_node is not None and self.steps_node.kind == "seq" and not self.steps_node.flow

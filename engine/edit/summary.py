@@ -8,10 +8,8 @@ string id is not tracked). A step removed and a step added with the same fields 
 from __future__ import annotations
 
 import difflib
-import math
-from typing import Any
 
-from engine.edit.values import same
+from engine.edit.values import json_safe, same
 from engine.yamlload import YamlLoadError, load
 
 
@@ -77,26 +75,14 @@ def _diff(old: dict, new: dict, prefix: str) -> list[dict]:
     for key in [*old, *(k for k in new if k not in old)]:
         path = f"{prefix}{key}"
         if key not in new:
-            changes.append({"field": path, "change": "removed", "old": _json(old[key]), "new": None})
+            changes.append({"field": path, "change": "removed", "old": json_safe(old[key]), "new": None})
         elif key not in old:
-            changes.append({"field": path, "change": "added", "old": None, "new": _json(new[key])})
+            changes.append({"field": path, "change": "added", "old": None, "new": json_safe(new[key])})
         elif isinstance(old[key], dict) and isinstance(new[key], dict):
             changes += _diff(old[key], new[key], path + ".")
         elif not same(old[key], new[key]):
-            changes.append({"field": path, "change": "changed", "old": _json(old[key]), "new": _json(new[key])})
+            changes.append({"field": path, "change": "changed", "old": json_safe(old[key]), "new": json_safe(new[key])})
     return changes
-
-
-def _json(value: Any) -> Any:
-    """The value as strict JSON holds it: NaN and the infinities (YAML's .nan, .inf) as their YAML text, which
-    JSON.parse would otherwise refuse."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return ".nan" if math.isnan(value) else ".inf" if value > 0 else "-.inf"
-    if isinstance(value, dict):
-        return {str(k): _json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json(v) for v in value]
-    return value
 
 
 def _moved(old_order: list[str], new_order: list[str]) -> list[str]:

@@ -15,6 +15,18 @@ def plain_copy(value: Any) -> Any:
     return value
 
 
+def json_safe(value: Any) -> Any:
+    """A loaded value as strict JSON holds it: NaN and the infinities (YAML's .nan, .inf) as their YAML text,
+    which JSON.parse would refuse; keys as text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".nan" if math.isnan(value) else ".inf" if value > 0 else "-.inf"
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def same(a: Any, b: Any) -> bool:
     """Equal as loaded values: `1`, `1.0` and `true` differ (Python's == says they are equal), NaN equals NaN
     (key order aside: a new key may go anywhere)."""
