@@ -175,7 +175,8 @@ def test_status_list_gantt_and_log_of_a_run_with_a_retry_and_a_failure(console, 
     page.fill("#log-search", "napped")
     page.wait_for_function("() => document.querySelector('#run-log').dataset.count === '1'")
     assert log_rows(page)[0]["text"] == "napped\nwell"
-    page.fill("#log-search", "")
+    page.fill("#log-search", "")  # the search is read 150 ms after the last key: wait for the unfiltered link
+    page.wait_for_function("() => !document.querySelector('#run-log [data-download=text]').href.includes('q=')")
     console.shot(page, "run-panes-log")
 
     # Download: the whole log as text, named for the run.
