@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
+
+import yaml
+from ruamel.yaml.error import YAMLError
 
 
 class PatchError(ValueError):
@@ -28,3 +32,16 @@ class Patched:
     text: str
     changes: list[dict] = field(default_factory=list)
     renamed: dict[str, str] = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def refused_not_raised():
+    """A text the patch engine cannot handle is refused (bad_patch), never an exception that the console
+    would answer with a 500: hostile text may reach a corner the checks did not foresee."""
+    try:
+        yield
+    except PatchError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError, YAMLError,
+            yaml.YAMLError) as exc:
+        raise PatchError("bad_patch", f"this cannot be done on this text ({type(exc).__name__})") from exc

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from engine.edit.checks import check_id, steps_required
 from engine.edit.editor import Editor
-from engine.edit.errors import PatchError, Patched
+from engine.edit.errors import PatchError, Patched, refused_not_raised
 from engine.edit.inserting import insert_steps
 from engine.edit.rename import reference_hits, rewrite_all
 from engine.edit.source import Source, block_steps_loaded, bounded_load, collector_paused
@@ -25,7 +25,7 @@ MAX_PASTE_STEPS = 1000
 
 def copy_steps(text: str, ids: list[str]) -> str:
     """The steps `ids` (in document order) as a `- id: ...` block list at column 0, LF line endings."""
-    with collector_paused():
+    with collector_paused(), refused_not_raised():
         return _copy(text, ids)
 
 

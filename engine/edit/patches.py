@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ruamel.yaml.error import YAMLError
-
 from engine.edit import render
 from engine.edit.checks import check_id, check_path, check_value, steps_required
 from engine.edit.editor import Editor
-from engine.edit.errors import PatchError, Patched
+from engine.edit.errors import PatchError, Patched, refused_not_raised
 from engine.edit.inserting import expected_steps, insert_steps
 from engine.edit.pasting import duplicate, paste
 from engine.edit.references import step_refs
@@ -60,13 +58,8 @@ def apply_patch(text: str, op: dict) -> Patched:
 
 
 def _apply_to(text: str, kind: str, op: dict) -> Patched:
-    source = Source(text)
-    try:
-        return _apply(source, kind, op)
-    except PatchError:
-        raise
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError, YAMLError) as exc:  # never a 500
-        raise PatchError("bad_patch", f"this patch cannot be applied to this text ({type(exc).__name__})") from exc
+    with refused_not_raised():
+        return _apply(Source(text), kind, op)
 
 
 def _apply(source: Source, kind: str, op: dict) -> Patched:

@@ -204,3 +204,16 @@ def test_many_pasted_steps_of_one_taken_id_get_the_next_free_ids_without_countin
     for _ in range(100):
         taken.add(fresh_id("x", taken, "", tried))
     assert Counted.asked == 998 + 100  # the taken ones once, then one free id each
+
+
+def test_copy_refuses_what_it_cannot_handle_instead_of_raising(monkeypatch):
+    # copy has its own endpoint: an unforeseen corner of a hostile text is a bad_patch there, as in apply_patch
+    from engine.edit import pasting
+
+    def broken(*args):
+        raise IndexError("string index out of range")
+
+    monkeypatch.setattr(pasting, "_dedent", broken)
+    with pytest.raises(PatchError) as refused:
+        copy_steps(DOC, ["a"])
+    assert refused.value.code == "bad_patch" and "IndexError" in refused.value.message
