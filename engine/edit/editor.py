@@ -222,7 +222,22 @@ class Editor:
             newline_cr = "\r" if first.endswith("\r") else ""
             text = first.rstrip("\r") + "  " + tail.strip() + newline_cr + "\n" + rest
             end += len(tail)
+        if parent.kind == "map":
+            start, text = self._keep_key_comment(node, start, text)
         self.splice(start, end, text)
+
+    def _keep_key_comment(self, node: Node, start: int, text: str) -> tuple[int, str]:
+        """A block value below its key may have a comment on the key's line (`depends_on:  # why`): it
+        stays there, the new value going below it or, on one line, before it."""
+        key_line_end = self.source.line_end(start)
+        comment = self.text[start:key_line_end].strip(" \t\r\n")
+        if not comment.startswith("#") or node.start < key_line_end:
+            return start, text
+        if text.startswith(("\n", "\r\n")):  # a block: it starts on the next line, after the comment's
+            return key_line_end - (2 if self.text.startswith("\r\n", key_line_end - 2) else 1), text
+        first, newline, rest = text.partition("\n")
+        cr = "\r" if first.endswith("\r") else ""
+        return start, first.rstrip("\r") + "  " + comment + cr + newline + rest
 
     def _content_start(self, node: Node) -> int:
         """Where a node's own characters begin, after its `&anchor`."""

@@ -249,3 +249,16 @@ def test_removing_an_edge_named_many_times_drops_every_mention_in_both_list_styl
     assert apply(flow, {"op": "edge.remove", "from": "a", "to": "c"}) == head + "    depends_on: [b]  # twice\n"
     block = head + "    depends_on:\n      - a\n      - b  # kept\n      - a\n"
     assert apply(block, {"op": "edge.remove", "from": "a", "to": "c"}) == head + "    depends_on:\n      - b  # kept\n"
+
+
+def test_a_comment_on_the_key_line_of_a_replaced_block_value_stays_on_that_line():
+    # found by the lossless property test (anchors_aliases corpus): the comment went with the old value
+    text = "name: wf\nsteps:\n  - id: a\n    command: x\n    retry:  # why we retry\n      max_retries: 2\n" \
+        "  - id: b\n    command: y\n"
+    assert apply(text, {"op": "field.set", "id": "a", "path": ["retry"], "value": 3}) == \
+        text.replace("    retry:  # why we retry\n      max_retries: 2\n", "    retry: 3  # why we retry\n")
+    assert apply(text, {"op": "field.set", "id": "a", "path": ["retry"], "value": ["p", "q"]}) == \
+        text.replace("      max_retries: 2\n", "      - p\n      - q\n")
+    crlf = text.replace("\n", "\r\n")
+    assert apply(crlf, {"op": "field.set", "id": "a", "path": ["retry"], "value": {"backoff_s": 1}}) == \
+        crlf.replace("max_retries: 2", "backoff_s: 1")
