@@ -428,5 +428,24 @@
     return cy;
   }
 
-  window.forgeGraph = { draw, view: null, stateOf, styles, settle, quickLayout, elkLayout, ZOOM, STEP, GROUP, READABLE };
+  // The node of `nodes` an arrow key (dx, dy) reaches from `current`: the nearest within a cone that way.
+  function nearest(nodes, current, dx, dy) {
+    const from = current.position();
+    let best = null;
+    let score = Infinity;
+    nodes.forEach((n) => {
+      if (n.same(current)) return;
+      const x = n.position("x") - from.x;
+      const y = n.position("y") - from.y;
+      const along = x * dx + y * dy;
+      const across = Math.abs(x * dy - y * dx);
+      if (along <= 0 || across > along * 2.5) return;
+      const s = along + across * 2;
+      if (s < score) { score = s; best = n; }
+    });
+    return best;
+  }
+
+  window.forgeGraph = { draw, view: null, stateOf, styles, settle, quickLayout, elkLayout, nearest, ZOOM, STEP, GROUP,
+                        READABLE };
 })();

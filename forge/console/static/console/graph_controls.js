@@ -52,19 +52,7 @@
       focusOn(shown.min((n) => n.position("x") * 4 + n.position("y")).ele);
       return;
     }
-    const from = focused.position();
-    let best = null;
-    let score = Infinity;
-    shown.forEach((n) => {
-      if (n === focused) return;
-      const x = n.position("x") - from.x;
-      const y = n.position("y") - from.y;
-      const along = x * dx + y * dy;
-      const across = Math.abs(x * dy - y * dx);
-      if (along <= 0 || across > along * 2.5) return;
-      const s = along + across * 2;
-      if (s < score) { score = s; best = n; }
-    });
+    const best = window.forgeGraph.nearest(shown, focused, dx, dy);
     if (best) focusOn(best);
   }
 

@@ -416,19 +416,7 @@ export function createEditorGraph(container, options = {}) {
       if (start) choose(start);
       return;
     }
-    const from = current.position();
-    let best = null;
-    let score = Infinity;
-    all.forEach((n) => {
-      if (n.same(current)) return;
-      const x = n.position("x") - from.x;
-      const y = n.position("y") - from.y;
-      const along = x * dx + y * dy;
-      const across = Math.abs(x * dy - y * dx);
-      if (along <= 0 || across > along * 2.5) return;
-      const s = along + across * 2;
-      if (s < score) { score = s; best = n; }
-    });
+    const best = F.nearest(all, current, dx, dy);
     if (best) choose(best);
   }
 
