@@ -1,4 +1,5 @@
-"""engine/edit on big texts: a patch on 1 MiB (issue 20 point 6: no worker stalls past 2 s), the three-way merge
+"""engine/edit on big texts: a patch on 1 MiB and the patch request's engine work (issue 20 point 6: no worker
+stalls past 2 s), the three-way merge
 and the version diff of two 5,000-step versions with 30% of their lines changed.
 
     .venv/bin/python bench/edit_engine_bench.py
@@ -19,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from engine.edit import PatchError, apply_patch, copy_steps, outline  # noqa: E402
 from engine.edit.linediff import lines, unified_diff  # noqa: E402
 from engine.edit.merge import merge3way  # noqa: E402
+from engine.validation import validate_source  # noqa: E402
 
 
 def anchored(n: int = 20_000) -> str:
@@ -55,6 +57,14 @@ def refused(call) -> None:
     raise AssertionError("expected a refusal")
 
 
+def request(text: str, op: dict) -> None:
+    """The engine's work in the editor's patch request (forge/console/views/editor_api.py): the patch, then the
+    validation and the outline of the new text from the patch's own load of it."""
+    patched = apply_patch(text, op)
+    validate_source(patched.text, loaded=patched.loaded)
+    outline(patched.text, patched.loaded)
+
+
 def main() -> None:
     ops = [{"op": "field.set", "id": "s100", "path": ["timeout"], "value": "1m"},
            {"op": "step.add", "step": {"id": "zz", "agent": "shell", "command": "x"}, "after": "s10"},
@@ -66,6 +76,8 @@ def main() -> None:
         for op in ops:
             timed(op["op"], lambda op=op: apply_patch(text, op))
         timed("outline", lambda: outline(text))
+        for op in ops[:3]:
+            timed(f"request: {op['op']} + validation + outline", lambda op=op: request(text, op))
     flow = "name: big\nsteps: [" + ", ".join(f"{{id: s{i}, agent: mock, command: x}}" for i in range(26_000)) + "]\n"
     print(f"26,000 steps in a one-line list: {len(flow.encode()) / 2**20:.2f} MiB (refusals: the bounded load, no more)")
     timed("copy_steps refused (no block list)", lambda: refused(lambda: copy_steps(flow, ["s1"])))

@@ -56,7 +56,7 @@ class Report:
 
 
 def validate_source(data: bytes | str, *, library: Mapping[str, Mapping] | None = None,
-                    shell_agents: tuple[str, ...] = ("shell",)) -> Report:
+                    shell_agents: tuple[str, ...] = ("shell",), loaded: Loaded | None = None) -> Report:
     """Validate a document's bytes.
 
     Args:
@@ -66,6 +66,8 @@ def validate_source(data: bytes | str, *, library: Mapping[str, Mapping] | None 
         shell_agents: the agents that run commands in a shell; a placeholder
             of theirs where the value would be parsed again is an
             `expression_error` (spec section 6).
+        loaded: `load(data)`, when the caller has it already (the editor
+            loads a text once for its validation and its outline).
 
     Returns:
         A Report with every problem and warning, and the compiled Workflow
@@ -73,7 +75,7 @@ def validate_source(data: bytes | str, *, library: Mapping[str, Mapping] | None 
     """
     with _collector_paused():
         try:
-            loaded = load(data)
+            loaded = loaded if loaded is not None else load(data)
         except YamlLoadError as exc:
             return Report(problems=[exc.problem])
         text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray)) else data

@@ -61,7 +61,7 @@ class Editor:
         if not same(loaded.value, expected):
             raise PatchError("bad_value", "the change cannot be written without changing other values")
         changes = utf16_changes(self.text, ordered, len(self.source.bom))
-        return Patched(new_text, changes, dict(renamed or {}))
+        return Patched(new_text, changes, dict(renamed or {}), loaded)
 
     # -- structure -----------------------------------------------------------
 

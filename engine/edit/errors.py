@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import yaml
 from ruamel.yaml.error import YAMLError
@@ -32,6 +33,7 @@ class Patched:
     text: str
     changes: list[dict] = field(default_factory=list)
     renamed: dict[str, str] = field(default_factory=dict)
+    loaded: Any = field(default=None, repr=False, compare=False)  # load(text), when the patch made it
 
 
 @contextlib.contextmanager

@@ -13,16 +13,17 @@ from engine.edit.references import step_refs
 from engine.edit.source import collector_paused
 from engine.edit.values import json_safe
 from engine.validation import STEP_ID
-from engine.yamlload import YamlLoadError, load
+from engine.yamlload import Loaded, YamlLoadError, load
 
 _LONE_DASH = re.compile(r"-(\s+#.*)?")
 
 
-def outline(text: str) -> dict:
-    """{"parsed", "error", "sequential", "name", "steps": [...], "edges": [...]} (design 20, section 1)."""
+def outline(text: str, loaded: Loaded | None = None) -> dict:
+    """{"parsed", "error", "sequential", "name", "steps": [...], "edges": [...]} (design 20, section 1).
+    `loaded`: `load(text)`, when the caller has it already."""
     try:
         with collector_paused():
-            return _outline(text)
+            return _outline(text, loaded)
     except YamlLoadError as exc:
         problem = exc.problem
         return _unparsed(problem.code, problem.message, problem.line, problem.column)
@@ -47,10 +48,10 @@ def kind_of(raw: dict) -> str:
     return "agent"
 
 
-def _outline(text: str) -> dict:
+def _outline(text: str, loaded: Loaded | None) -> dict:
     if not isinstance(text, str):
         return _unparsed("yaml_error", "the text must be a string", None, None)
-    loaded = load(text)
+    loaded = loaded if loaded is not None else load(text)
     root = loaded.value
     name = root.get("name") if isinstance(root.get("name"), str) else None
     sequential = root.get("sequential") is True

@@ -15,6 +15,7 @@ from engine.edit.merge import merge3way
 from engine.expressions import RESERVED_ROOTS
 from engine.expressions.nodes import FUNCTIONS
 from engine.validation import UNTIL_LOCALS, Report
+from engine.yamlload import Loaded
 from forge.audit.services import audit
 from forge.governance.models import Agent
 from forge.request_guard import IN_VALUE
@@ -267,9 +268,9 @@ def version_restore(user, workflow: Workflow, number: int, message: str = "") ->
                               message=message or f"restored version {number}", created=False)
 
 
-def text_problems(text: str) -> tuple[list[dict], bool]:
+def text_problems(text: str, loaded: Loaded | None = None) -> tuple[list[dict], bool]:
     """Validation of `text` as `forge validate` does it: (problems with severities, valid)."""
-    report = workflow_validate(source=text)
+    report = workflow_validate(source=text, loaded=loaded)
     return problems_json(report), report.valid
 
 

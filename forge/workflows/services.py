@@ -7,6 +7,7 @@ from django.db import IntegrityError, transaction
 
 from engine.problems import Problem
 from engine.validation import Report, validate_source
+from engine.yamlload import Loaded
 from forge.accounts.roles import can
 from forge.audit.services import audit
 from forge.governance.models import Agent
@@ -36,11 +37,12 @@ def shell_agents() -> tuple[str, ...]:
     return tuple(Agent.objects.filter(provider="shell").order_by("name").values_list("name", flat=True)) or ("shell",)
 
 
-def workflow_validate(*, source: str) -> Report:
-    """Every problem saving `source` would refuse it for, with this installation's step library and shell agents."""
+def workflow_validate(*, source: str, loaded: Loaded | None = None) -> Report:
+    """Every problem saving `source` would refuse it for, with this installation's step library and shell agents.
+    `loaded`: the bounded load of `source`, when the caller has it already."""
     if len(source.encode("utf-8")) > MAX_SOURCE_BYTES:
         return Report(problems=[Problem("too_large", "the document is larger than 1 MiB")])
-    return validate_source(source, library=step_library() or None, shell_agents=shell_agents())
+    return validate_source(source, library=step_library() or None, shell_agents=shell_agents(), loaded=loaded)
 
 
 def workflow_version_save(*, user, source: str, description: str = "", message: str = "") -> WorkflowVersion:
