@@ -31,6 +31,7 @@ class Editor:
         self._pending: dict[int, Node] = {}  # aliases to write out at the end, unless replaced meanwhile
         self._handled: set[int] = set()
         self.values: Any = None  # the document's new values, when aliases must be written out as changed
+        self.removed: list[tuple[int, int]] = []  # spans the patch removes: aliases there are never written out
 
     # -- splices -----------------------------------------------------------
 
@@ -86,8 +87,8 @@ class Editor:
             self._parents = found
         return self._parents
 
-    def aliases_of(self, targets: list[Node], outside: tuple[int, int] | None = None) -> list[Node]:
-        """Alias nodes whose anchor is one of `targets`, except those inside the span `outside`."""
+    def aliases_of(self, targets: list[Node], outside: list[tuple[int, int]] = ()) -> list[Node]:
+        """Alias nodes whose anchor is one of `targets`, except those inside a span of `outside` or of `removed`."""
         wanted = {id(t) for t in targets if t.anchor is not None}
         if not wanted:
             return []
@@ -97,7 +98,7 @@ class Editor:
                 if node.kind == "alias":
                     self._aliases.setdefault(id(node.target), []).append(node)
         found = [node for target in wanted for node in self._aliases.get(target, ())
-                 if not (outside and outside[0] <= node.start < outside[1])]
+                 if not any(start <= node.start < end for start, end in (*outside, *self.removed))]
         return sorted(found, key=lambda node: node.start)
 
     def value_at(self, path: tuple) -> Any:
@@ -162,7 +163,7 @@ class Editor:
             current = entry[0] if entry else None
         # and the anchors inside it, whose text goes or changes with it
         chain += [inner for inner in descendants(node, keys=True) if inner is not node and inner.anchor is not None]
-        for alias in self.aliases_of(chain, (node.start, node.content_end())):
+        for alias in self.aliases_of(chain, [(node.start, node.content_end())]):
             self.expand(alias)
 
     # -- edits -----------------------------------------------------------------

@@ -20,6 +20,7 @@ from engine.graph import CycleError, Graph
 _KEYS = {
     "step.add": ({"step"}, {"after"}),
     "step.remove": ({"id"}, set()),
+    "selection.remove": ({"ids"}, set()),
     "step.rename": ({"id", "to"}, set()),
     "step.duplicate": ({"id"}, set()),
     "edge.add": ({"from", "to"}, set()),
@@ -344,21 +345,21 @@ def edge_remove(source: Source, op: dict) -> Patched:
         raise PatchError("bad_patch", f"there is no edge {a} -> {b}")
     editor = Editor(source)
     expected, steps = expected_steps(source)
-    _drop_dependency(source, editor, j, a, steps)
+    _drop_dependency(source, editor, j, {a}, steps)
     return editor.finish(expected)
 
 
-def _drop_dependency(source: Source, editor: Editor, j: int, a: str, steps: list) -> None:
+def _drop_dependency(source: Source, editor: Editor, j: int, gone: set[str], steps: list) -> None:
+    """Take the ids in `gone` out of step j's depends_on (the key goes when none is left)."""
     node = source.step_nodes[j]
     pair = node.get("depends_on")
     seq = pair[1]
+    keep = [d for d in source.step_values[j]["depends_on"] if d not in gone]
     if seq.kind == "alias":
-        keep = [d for d in source.step_values[j]["depends_on"] if d != a]
         editor.replace(seq, node, pair, keep)
         steps[j]["depends_on"] = keep
         return
-    positions = [k for k, item in enumerate(seq.items) if item.kind == "scalar" and item.value == a]
-    keep = [d for d in source.step_values[j]["depends_on"] if d != a]
+    positions = [k for k, item in enumerate(seq.items) if item.kind == "scalar" and item.value in gone]
     if keep:
         editor.remove_items(seq, positions)
         steps[j]["depends_on"] = keep
@@ -386,46 +387,79 @@ def step_add(source: Source, op: dict) -> Patched:
 
 
 def step_remove(source: Source, op: dict) -> Patched:
+    return remove_steps(source, [op["id"]])
+
+
+def selection_remove(source: Source, op: dict) -> Patched:
+    """Several steps removed as one patch (one undo step for a Delete on a selection)."""
+    ids = op["ids"]
+    if not isinstance(ids, list) or not ids or len(ids) > MAX_REMOVED:
+        raise PatchError("bad_patch", f"`ids` is a list of 1 to {MAX_REMOVED:,} step ids")
+    return remove_steps(source, ids)
+
+
+MAX_REMOVED = 10_000
+
+
+def remove_steps(source: Source, ids: list) -> Patched:
+    """Remove the steps `ids`: aliases elsewhere of their anchors are expanded first, the other steps' depends_on
+    lose them, and each run of neighbouring removed steps goes as one span of lines (or of a flow list)."""
     steps_required(source)
-    step_id = op["id"]
-    i = source.step_position(step_id)
+    positions = sorted({source.step_position(step_id) for step_id in ids})
+    gone = {source.step_values[i]["id"] for i in positions}
+    removed = set(positions)
     editor = Editor(source)
     expected, steps = expected_steps(source)
-    start, end = source.item_span(i)
-    node = source.step_nodes[i]
-    anchored = [inner for inner in descendants(node, keys=True) if inner.anchor is not None]
-    for alias in editor.aliases_of(anchored, (start, end)):
+    editor.removed = [source.item_span(i) for i in positions]
+    anchored = [inner for i in positions for inner in descendants(source.step_nodes[i], keys=True)
+                if inner.anchor is not None]
+    for alias in editor.aliases_of(anchored):
         editor.expand(alias)
     for j, raw in enumerate(source.step_values):
-        if j != i and isinstance(raw, dict) and isinstance(raw.get("depends_on"), list) and \
-                step_id in raw["depends_on"] and source.step_nodes[j].kind == "map":
-            _drop_dependency(source, editor, j, step_id, steps)
-    if source.block_steps():
-        text = source.text
-        if len(source.step_nodes) == 1:
-            key = source.steps_pair[0]
-            editor.splice(key.start, end, "steps: []" + source.newline)
-        else:
-            if i + 1 < len(source.step_nodes):  # the blank lines that separate it from the next step go too
-                end = source.item_span(i + 1)[0]
-            else:  # the last step: the blank lines before it go
-                start = source.line_end(source.step_nodes[i - 1].content_end())
+        if j not in removed and isinstance(raw, dict) and isinstance(raw.get("depends_on"), list) and \
+                gone.intersection(d for d in raw["depends_on"] if isinstance(d, str)) and \
+                source.step_nodes[j].kind == "map":
+            _drop_dependency(source, editor, j, gone, steps)
+    count = len(source.step_nodes)
+    if source.block_steps() and len(positions) == count:
+        editor.splice(source.steps_pair[0].start, source.item_span(count - 1)[1], "steps: []" + source.newline)
+    elif source.block_steps():
+        for first, last in _runs(positions):
+            start, end = source.item_span(first)[0], source.item_span(last)[1]
+            if last + 1 < count:  # the blank lines that separate it from the next step go too
+                end = source.item_span(last + 1)[0]
+            else:  # the last steps: the blank lines before them go
+                start = source.line_end(source.step_nodes[first - 1].content_end())
             editor.splice(start, end, "")
     else:
-        seq = source.steps_node
-        if len(seq.items) == 1:
-            editor.splice(seq.items[0].start, seq.items[0].end, "")
-        elif i + 1 < len(seq.items):
-            editor.splice(seq.items[i].start, seq.items[i + 1].start, "")
-        else:
-            editor.splice(seq.items[i - 1].end, seq.items[i].end, "")
-    del steps[i]
+        items = source.steps_node.items
+        if len(positions) == count:
+            editor.splice(items[0].start, items[-1].end, "")
+        for first, last in _runs(positions) if len(positions) < count else ():
+            if last + 1 < count:
+                editor.splice(items[first].start, items[last + 1].start, "")
+            else:
+                editor.splice(items[first - 1].end, items[last].end, "")
+    for i in reversed(positions):
+        del steps[i]
     return editor.finish(expected)
+
+
+def _runs(positions: list[int]) -> list[tuple[int, int]]:
+    """Sorted positions as runs of neighbours: [1, 2, 3, 7] -> [(1, 3), (7, 7)]."""
+    runs: list[list[int]] = []
+    for i in positions:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return [(a, b) for a, b in runs]
 
 
 _OPS = {
     "step.add": step_add,
     "step.remove": step_remove,
+    "selection.remove": selection_remove,
     "edge.add": edge_add,
     "edge.remove": edge_remove,
     "field.set": field_set,

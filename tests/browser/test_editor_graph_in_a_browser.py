@@ -128,6 +128,21 @@ def test_delete_removes_the_selected_step_and_arrows_move_the_selection(page):
     assert page.evaluate("() => window.graph.cy.getElementById('review').length") == 1
 
 
+def test_delete_on_several_selected_steps_asks_for_one_patch(page):
+    """Deleting a selection is one gesture: one selection.remove (one undo step), not a patch per step."""
+    show(page)
+    drawn(page)
+    click(page, "summarize")
+    page.keyboard.down("Shift")
+    click(page, "publish")
+    page.keyboard.up("Shift")
+    assert sorted(selected(page)) == ["publish", "summarize"]
+    page.keyboard.press("Delete")
+    removal = wait_ops(page, 1)  # the Delete key's handler asks for every patch it asks for at once
+    assert len(removal) == 1 and removal[0]["op"] == "selection.remove"
+    assert sorted(removal[0]["ids"]) == ["publish", "summarize"]
+
+
 def test_an_implicit_edge_is_dashed_and_not_deletable_and_an_explicit_one_is(page):
     show(page)
     drawn(page)

@@ -398,8 +398,8 @@ def fresh(shape: Shape, data, taken: set[str]) -> str:
 def draw_op(shape: Shape, data) -> dict:
     kinds = ["step.add", "field.set", "field.unset"]
     if shape.ids:
-        kinds += ["step.remove", "step.rename", "step.duplicate", "edge.add", "edge.add", "edge.remove",
-                  "field.set", "field.set", "field.unset", "selection.paste", "rename.back", "noop.edge"]
+        kinds += ["step.remove", "selection.remove", "step.rename", "step.duplicate", "edge.add", "edge.add",
+                  "edge.remove", "field.set", "field.set", "field.unset", "selection.paste", "rename.back", "noop.edge"]
     kind = data.draw(st.sampled_from(kinds), label="kind")
 
     def pick(label: str) -> str:
@@ -421,6 +421,9 @@ def draw_op(shape: Shape, data) -> dict:
         return {"op": "step.add", "step": step, "after": after()}
     if kind in ("step.remove", "step.duplicate"):
         return {"op": kind, "id": pick("id")}
+    if kind == "selection.remove":
+        return {"op": kind, "ids": data.draw(st.lists(st.sampled_from(shape.ids), min_size=1, max_size=4, unique=True),
+                                             label="removed")}
     if kind in ("step.rename", "rename.back"):
         return {"op": kind, "id": pick("id"), "to": fresh(shape, data, set())}
     if kind in ("edge.add", "edge.remove", "noop.edge"):
@@ -514,20 +517,23 @@ def expected(shape: Shape, op: dict, result) -> tuple[dict, dict, list, set]:
             return value, mapping, [(shape.key_lines[("steps",)], shape.steps_end())], set()
         region = shape.gap_after(at - 1) if at > 0 else (shape.key_lines[("steps",)] + 1, shape.core(0)[0])
         return value, mapping, [region], set()
-    if kind == "step.remove":
-        i = shape.position(op["id"])
-        removed = shape.removal(i)
-        regions = [removed]
-        exempt = set(range(*removed))
-        del steps[i]
+    if kind in ("step.remove", "selection.remove"):
+        gone = set(op["ids"]) if kind == "selection.remove" else {op["id"]}
+        removed = sorted(shape.position(i) for i in gone)
+        regions = [shape.removal(i) for i in removed]
+        if len(removed) == len(shape.steps):  # all of them: `steps: []` in place of the key's line too
+            regions.append((shape.key_lines[("steps",)], shape.key_lines[("steps",)] + 1))
+        exempt = {line for region in regions for line in range(*region)}
+        for i in reversed(removed):
+            del steps[i]
         for j, raw in enumerate(shape.steps):
-            if j != i and isinstance(raw, dict) and isinstance(raw.get("depends_on"), list) \
-                    and op["id"] in raw["depends_on"]:
+            if j not in removed and isinstance(raw, dict) and isinstance(raw.get("depends_on"), list) \
+                    and gone.intersection(d for d in raw["depends_on"] if isinstance(d, str)):
                 regions.append(shape.core(j))
                 exempt |= shape.entry_and_its_comments(("steps", j, "depends_on"))
         for raw in steps:
             if isinstance(raw, dict) and isinstance(raw.get("depends_on"), list):
-                raw["depends_on"] = [d for d in raw["depends_on"] if d != op["id"]]
+                raw["depends_on"] = [d for d in raw["depends_on"] if d not in gone]
         return value, {}, regions + shape.alias_users(regions), exempt
     if kind in ("step.rename", "rename.back"):
         i = shape.position(op["id"])

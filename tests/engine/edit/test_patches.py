@@ -143,6 +143,38 @@ def test_step_remove_keeps_the_other_dependencies_in_a_block_list():
         "      - b   # b too\n"
 
 
+FOUR = "name: wf\nsteps:\n  - id: a\n    command: a\n\n  - id: b\n    command: b\n  # c's note\n  - id: c\n" \
+    "    command: c\n  - id: d\n    command: d\n    depends_on: [a, b, c]   # all three\n"
+
+
+def test_selection_remove_takes_several_steps_and_their_references_in_one_patch():
+    assert apply(FOUR, {"op": "selection.remove", "ids": ["c", "a"]}) == \
+        "name: wf\nsteps:\n  - id: b\n    command: b\n  - id: d\n    command: d\n    depends_on: [b]   # all three\n"
+    # neighbours at the end go with the blank lines before them; the last reference takes its key
+    assert apply(FOUR, {"op": "selection.remove", "ids": ["b", "c", "d"]}) == \
+        "name: wf\nsteps:\n  - id: a\n    command: a\n"
+    assert apply(FOUR, {"op": "selection.remove", "ids": ["a", "b", "c"]}) == \
+        "name: wf\nsteps:\n  - id: d\n    command: d\n"
+    assert apply(FOUR, {"op": "selection.remove", "ids": ["d", "c", "b", "a"]}) == "name: wf\nsteps: []\n"
+    flow = "name: wf\nsteps: [{id: a, command: a}, {id: b, command: b}, {id: c, command: c, depends_on: [a]}]\n"
+    assert apply(flow, {"op": "selection.remove", "ids": ["a", "b"]}) == "name: wf\nsteps: [{id: c, command: c}]\n"
+
+
+@pytest.mark.parametrize("ids, code", [([], "bad_patch"), ("a", "bad_patch"), (["a", 1], "bad_patch"),
+                                        (["a", "nope"], "unknown_step"), ([["a"]], "bad_patch")])
+def test_selection_remove_refuses_a_bad_list_and_changes_nothing(ids, code):
+    with pytest.raises(PatchError) as refused:
+        apply_patch(FOUR, {"op": "selection.remove", "ids": ids})
+    assert refused.value.code == code
+
+
+def test_selection_remove_of_steps_that_share_an_anchor_expands_it_only_for_the_steps_that_stay():
+    text = "name: wf\nsteps:\n  - id: a\n    command: &c run it\n  - id: b\n    command: *c\n" \
+        "  - id: c\n    command: *c\n"
+    assert apply(text, {"op": "selection.remove", "ids": ["a", "b"]}) == \
+        "name: wf\nsteps:\n  - id: c\n    command: run it\n"
+
+
 def test_edge_add_appends_to_an_existing_list_or_creates_one():
     text = "name: wf\nsteps:\n  - id: a\n    command: a\n  - id: b\n    command: b\n" \
         "  - id: c\n    command: c\n    depends_on: [a]\n"

@@ -97,6 +97,17 @@ def test_a_patch_answers_the_new_text_and_the_changes_that_make_it(operator, gre
     assert (draft.text, draft.revision) == (wanted, 3)
 
 
+def test_deleting_a_selection_is_one_patch_whose_changes_make_the_new_text(operator, greeter):
+    page, draft = Page(operator), draft_open(operator, greeter)
+    op = {"op": "selection.remove", "ids": ["done", "hello"]}
+    body = page.post(url("editor_patch", draft), {"text": SOURCE, "revision": 1, "op": op}).json()
+    wanted = "name: greeter\ndescription: Says hello\nsteps:\n  - id: shout\n    agent: mock\n" \
+        "    stdin: $hello.stdout\n    command: tr a-z A-Z\n"
+    assert body["text"] == wanted and applied(SOURCE, body["changes"]) == wanted
+    assert [s["id"] for s in body["outline"]["steps"]] == ["shout"]
+    assert not body["valid"] and [p["code"] for p in body["problems"]] == ["unknown_reference"]  # shout read hello
+
+
 def test_a_patch_applies_to_the_pages_text_which_may_be_ahead_of_the_draft(operator, greeter):
     page, draft = Page(operator), draft_open(operator, greeter)
     typed = SOURCE.replace("echo done", "echo finished")  # typed, not yet sent as a text write

@@ -452,7 +452,9 @@ export function createEditorGraph(container, options = {}) {
       call("onPatch", { op: "edge.remove", from: edge.data("source"), to: edge.data("target") });
       return;
     }
-    selectedSteps().forEach((id) => call("onPatch", { op: "step.remove", id }));
+    const ids = selectedSteps();
+    if (ids.length === 1) call("onPatch", { op: "step.remove", id: ids[0] });
+    else if (ids.length) call("onPatch", { op: "selection.remove", ids });  // one patch: one undo step
   }
 
   function duplicate() {
