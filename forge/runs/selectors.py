@@ -97,7 +97,8 @@ def replies_so_far(run: Run, step: str) -> list[Approval]:
 def approvals_for_user(user) -> list[Approval]:
     """The pending approvals and reply requests `user` may answer, oldest first (`user` None: all of them)."""
     pending = (Approval.objects.filter(status=Approval.PENDING)
-               .select_related("run__workflow", "run__version", "run__started_by").order_by("id"))
+               .select_related("run__workflow", "run__version", "run__started_by")
+               .defer("run__version__source").order_by("id"))  # up to 1 MiB each, on every page's badge
     # Which groups may decide lives in each row's JSON list, which SQLite cannot query: the few pending rows
     # are checked here, by the same rule that guards the decision.
     return [approval for approval in pending if may_decide(user, approval) is None]

@@ -94,6 +94,8 @@ class TestTheRequest:
                   for user in (operator, approver, admin_user, outsider, starter)}
         assert listed == {"olive": [(run.pk, "ask")], "april": [(run.pk, "ask")], "adam": [(run.pk, "ask")],
                           "oscar": [], "sam": []}
+        # every page counts these for its badge: the workflow's text (up to 1 MiB) is not read for it
+        assert "source" in approvals_for_user(operator)[0].run.version.get_deferred_fields()
 
     def test_the_starter_or_a_named_groups_member_in_no_console_group_may_not_answer(self, operator,
                                                                                       save_workflow):
