@@ -10,10 +10,23 @@ from tests.cluster.harness import Deployment, Gates
 
 @pytest.fixture(scope="module")
 def browser():
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+    """Chromium, its own stderr logged by Playwright's driver (DEBUG=pw:browser): pytest shows it beside a failing
+    test, so a renderer that crashes ("Target crashed") says why."""
+    was = os.environ.get("DEBUG")
+    os.environ["DEBUG"] = "pw:browser"  # read once, as the driver starts; the consoles started later never see it
+    try:
+        playwright = sync_playwright().start()
+    finally:
+        if was is None:
+            del os.environ["DEBUG"]
+        else:
+            os.environ["DEBUG"] = was
+    try:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         yield browser
         browser.close()
+    finally:
+        playwright.stop()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
