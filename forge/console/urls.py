@@ -46,6 +46,7 @@ urlpatterns = [
     path("editor/drafts/<int:draft_id>/text", editor_api.draft_text, name="editor_text"),
     path("editor/drafts/<int:draft_id>/patch", editor_api.draft_patch, name="editor_patch"),
     path("editor/drafts/<int:draft_id>/placements", editor_api.draft_placements, name="editor_placements"),
+    path("editor/drafts/<int:draft_id>/diff", editor_api.draft_diff, name="editor_draft_diff"),
     path("editor/drafts/<int:draft_id>/save", editor_api.draft_save, name="editor_save"),
     path("editor/drafts/<int:draft_id>/discard", editor_api.draft_discard, name="editor_discard"),
 ]

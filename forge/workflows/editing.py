@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from engine.edit.merge import merge3way
@@ -29,6 +31,8 @@ MAX_REVISION = 2**63 - 1
 # How far a page's revision may run ahead of the stored one: each request the page sends is the next one, so a
 # page is never that far ahead; a larger one would leave the draft no newer revision to be written at.
 MAX_REVISION_AHEAD = 1_000_000
+# Drafts of workflows never saved that one person keeps at once: each holds up to a MiB of text.
+MAX_NEW_DRAFTS = 50
 
 
 class EditRefused(Exception):
@@ -139,6 +143,14 @@ def draft_new(user, text: str) -> Draft:
     require_edit(user)
     storable(text, "the text")
     with transaction.atomic():
+        # The person's row locked: two new drafts made at once are counted one after the other.
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        unsaved = Draft.objects.filter(user=user, workflow__isnull=True)
+        if unsaved.count() >= MAX_NEW_DRAFTS:
+            oldest = unsaved.order_by("updated_at", "pk").first()
+            raise EditRefused("too_many_drafts", f"you have {MAX_NEW_DRAFTS} drafts of new workflows, the limit: "
+                              f"open one and discard it (Discard draft) before starting another; your oldest is at "
+                              f"{reverse('console:editor_new', args=[oldest.pk])}", 409)
         draft = Draft.objects.create(user=user, text=text)
         audit("forge.draft.created", user=user, target=f"draft:{draft.pk}", detail={"bytes": len(text.encode())})
     return draft

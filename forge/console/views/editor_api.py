@@ -170,6 +170,16 @@ def diff(request):
     return JsonResponse({"diff": text, "summary": version_summary(old.source, new.source)})
 
 
+@endpoint("POST", keys={"text": str})
+def draft_diff(request, draft, body: dict):
+    """The Save dialog's diff: the page's text against the draft's base version (a blank text for a new
+    workflow), by the engine's anchored diff, as the versions page shows one."""
+    text = editing.storable(body["text"], "the text")
+    base = draft.base_version
+    return JsonResponse({"diff": unified_diff(base.source if base else "", text,
+                                              f"v{base.number}" if base else "blank", "draft")})
+
+
 # -- writing -------------------------------------------------------------------------------------------------------
 
 
