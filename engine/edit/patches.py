@@ -205,7 +205,7 @@ def field_unset(source: Source, op: dict) -> Patched:
     _check_field_target(step_id, path)
     root, prefix = _container(source, step_id)
     if not _exists(Editor(source).value_at(prefix), path):
-        return Patched(source.bom + source.text, [], {})  # already absent: nothing to do
+        return source.unchanged()  # already absent: nothing to do
     editor = Editor(source)
     expected = plain_copy(source.value)
     _remove(expected, list(prefix) + path)
@@ -288,7 +288,7 @@ def edge_add(source: Source, op: dict) -> Patched:
     raw = source.step_values[j]
     depends_on = raw.get("depends_on")
     if isinstance(depends_on, list) and a in depends_on:
-        return Patched(source.bom + source.text, [], {})
+        return source.unchanged()
     deps = dependencies(source)
     graph = {k: [d for d, _ in v] for k, v in deps.items()}
     graph[b] = graph[b] + [a]

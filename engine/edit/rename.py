@@ -33,7 +33,7 @@ def rename(source: Source, op: dict) -> Patched:
     i = source.step_position(old)
     check_id(new, "the new id")
     if new == old:
-        return Patched(source.bom + source.text, [], {})
+        return source.unchanged()
     if new in source.index:
         raise PatchError("duplicate_id", f"there is already a step {new!r}")
     editor = Editor(source)
