@@ -113,7 +113,7 @@ def test_a_bad_key_shows_in_the_list_and_the_gutter_goes_when_fixed_and_the_save
     assert text(page) == original + "# checked by olive\n"
     valid(page)
     save(page, "Say who checked it")
-    expect(page.locator("#save-diff")).to_contain_text("+ # checked by olive")
+    expect(page.locator("#save-diff")).to_contain_text("+# checked by olive")
     expect(page.locator("#editor-said")).to_have_text(re.compile(r"Saved v2 of shell_pipeline\."), timeout=WAIT)
     assert source(console.deployment, "shell_pipeline", 2) == original + "# checked by olive\n"  # byte for byte
     expect(page.locator("#run")).to_have_text("Run v2")

@@ -3,9 +3,11 @@
 // one, late answers dropped by revision); a gesture on the graph, the inspector or the palette is a typed patch
 // the server applies to the current text, whose changes enter the pane as one transaction, so the pane's history
 // is the page's one undo history. The graph and the inspector are redrawn from the server's outline of the text.
-import { openMerge, showDiff } from "./merge.js";
+import { openMerge, showUnified } from "./merge.js";
 
 const INTERVAL = 500; // ms between two validation requests: at most 2 a second
+const KEEPALIVE_BYTES = 60_000; // a keepalive fetch's body past 64 KiB is dropped by browsers (with headroom)
+const LOCKED = "Finish or close the merge first (Save on the merged version, or Back to my draft).";
 
 const root = document.getElementById("editor");
 const api = root.dataset.api; // the draft's JSON API: GET it; POST text, patch, placements, save, discard
@@ -15,7 +17,8 @@ const workflowsUrl = root.dataset.workflowsUrl;
 
 const state = {
   workflow: root.dataset.workflow || null, baseVersion: Number(root.dataset.baseVersion) || null,
-  latestVersion: null, baseText: JSON.parse($("editor-base").textContent),
+  latestVersion: null,
+  merging: false, // the merge view is open: the draft under it stays as it was merged from
   revision: 0, // of the last request that sent text (typing, patch, save); answers to older ones are dropped
   checkedText: null, // the text the shown problems and outline are of
   drawn: null, // the outline of that text, for the graph, which says when it does not parse
@@ -205,11 +208,28 @@ function showValidity(kind, why) {
 // -- patches: every gesture of the graph, the inspector and the palette ---------------------------------------
 let patches = Promise.resolve();
 // One failed gesture never stops the next: a rejected chain would drop every later patch without a word.
-const patch = (op) => (patches = patches.then(() => applyPatch(op)).catch((error) => {
+const patch = (op) => (refuseWhileMerging() ? patches : patches = patches.then(() => applyPatch(op)).catch((error) => {
   console.error(error);
   say("The change was not made: the page could not apply the server's answer.");
   textChanged();
 }));
+
+// True (and said) while the merge view is open: a change to the draft then would be lost from the merge.
+function refuseWhileMerging() {
+  if (!state.merging) return false;
+  say(LOCKED);
+  inspector?.show(null); // drawn again from the text: a field typed in shows the text's value again
+  inspector?.show(stepOf(state.selected), state.outline, problemsOf(state.selected));
+  return true;
+}
+
+// The merge view opened or closed: the YAML pane follows (gestures, undo and Save ask refuseWhileMerging).
+function lockForMerge(merging) {
+  state.merging = merging;
+  pane.setReadOnly(merging);
+  $("yaml-locked").textContent = merging ? "read-only while the merge is open" : ""; // an empty badge is not shown
+  say(merging ? `The draft is read-only while the merge is open. ${LOCKED}` : "");
+}
 
 async function applyPatch(op, again = true) {
   clearTimeout(timer);
@@ -309,19 +329,27 @@ async function place(positions) {
 }
 
 // -- save, merge, discard -------------------------------------------------------------------------------------
-function openSave() {
+let diffing = 0; // the Save dialog's diff request: an older one's answer is dropped
+async function openSave() {
+  if (refuseWhileMerging()) return;
   const text = pane.getText();
-  const dialog = $("save-dialog");
   const base = state.baseVersion;
   $("save-h").textContent = state.workflow ? `Save ${state.workflow}` : "Save the new workflow";
-  const changed = showDiff($("save-diff"), state.baseText, text);
-  $("save-what").textContent = base
-    ? `${changed} line${changed === 1 ? "" : "s"} changed since v${base}, the version your draft began on.`
-    : "A new workflow: every line is new.";
+  $("save-diff").replaceChildren("Reading the changes…");
+  $("save-what").textContent = base ? "" : "A new workflow: every line is new.";
   $("save-error").textContent = "";
   $("save-confirm").disabled = false;
-  dialog.showModal();
+  $("save-dialog").showModal();
   $("save-message").focus();
+  const asked = ++diffing;
+  const answer = await call("POST", api + "diff", { text }).catch(() => null);
+  if (asked !== diffing) return;
+  if (!answer || !answer.ok) {
+    $("save-diff").replaceChildren(`The changes could not be shown: ${answer ? refusal(answer) : "the server could not be reached"}.`);
+    return;
+  }
+  const changed = showUnified($("save-diff"), answer.data.diff);
+  if (base) $("save-what").textContent = `${changed} line${changed === 1 ? "" : "s"} changed since v${base}, the version your draft began on.`;
 }
 
 async function save(text, message, baseVersion) {
@@ -336,8 +364,9 @@ async function save(text, message, baseVersion) {
     $("save-dialog").close();
     openMerge($("merge"), answer.data.merge, {
       onSave: (resolved) => saveMerged(resolved, message, answer.data.merge.theirs_version),
-      onCancel: () => pane.focus(),
+      onCancel: () => { lockForMerge(false); pane.focus(); },
     });
+    lockForMerge(true);
     return "";
   }
   if (answer.status === 400 && Array.isArray(answer.data.problems)) {
@@ -351,7 +380,7 @@ async function saveMerged(text, message, theirs) {
   replaceText(text);
   state.baseVersion = theirs;
   const said = await save(text, message, theirs);
-  if (!said) $("merge").hidden = true;
+  if (!said) { $("merge").hidden = true; lockForMerge(false); }
   return said;
 }
 
@@ -368,7 +397,6 @@ function saved(data, text) {
   $("save-dialog").close();
   state.workflow = data.workflow;
   state.baseVersion = state.latestVersion = data.version;
-  state.baseText = text;
   state.dirty = false;
   const page = workflowsUrl + encodeURIComponent(data.workflow) + "/";
   for (const [id, href, label] of [["history", page + "versions/", "History"], ["run", page + "#run", `Run v${data.version}`]]) {
@@ -405,8 +433,8 @@ async function optional(path) { // a pane whose module does not load leaves the 
 }
 
 function bindKeys() {
-  $("undo").addEventListener("click", () => pane.undo());
-  $("redo").addEventListener("click", () => pane.redo());
+  $("undo").addEventListener("click", () => refuseWhileMerging() || pane.undo());
+  $("redo").addEventListener("click", () => refuseWhileMerging() || pane.redo());
   $("save").addEventListener("click", openSave);
   $("discard").addEventListener("click", discard);
   $("save-cancel").addEventListener("click", () => $("save-dialog").close());
@@ -426,12 +454,27 @@ function bindKeys() {
     if (!redo && !(key === "z" && !event.shiftKey)) return;
     if (pane.view?.dom.contains(event.target) || event.target.closest?.("input, textarea, select, [contenteditable]")) return;
     event.preventDefault();
-    redo ? pane.redo() : pane.undo();
+    if (!refuseWhileMerging()) redo ? pane.redo() : pane.undo();
   });
-  // Text typed but not yet sent goes with the page as it closes, so a reload finds it in the draft.
-  window.addEventListener("pagehide", () => {
+  // Text typed but not yet kept goes with the page as it closes, so a reload finds it in the draft: in a keepalive
+  // request when it fits one; a larger text is sent at once and the page asks before it goes, as the request
+  // may not outlive it.
+  const unsent = () => {
     const text = pane.getText();
-    if (text !== state.checkedText) call("POST", api + "text", { text, revision: ++state.revision }, { keepalive: true }).catch(() => {});
+    if (text === state.checkedText) return null;
+    const body = JSON.stringify({ text, revision: state.revision + 1 });
+    return { text, big: new TextEncoder().encode(body).length > KEEPALIVE_BYTES };
+  };
+  window.addEventListener("beforeunload", (event) => {
+    if (!unsent()?.big) return;
+    clearTimeout(timer);
+    sendText();
+    event.preventDefault();
+    event.returnValue = ""; // what older Chromium asks for
+  });
+  window.addEventListener("pagehide", () => {
+    const pending = unsent();
+    if (pending && !pending.big) call("POST", api + "text", { text: pending.text, revision: ++state.revision }, { keepalive: true }).catch(() => {});
   });
 }
 

@@ -1,62 +1,18 @@
-// Diffs and merges of workflow texts in the editor page: the Save dialog's diff to the base version, and the
-// three-way merge view a stale save opens (base, theirs, mine side by side; each conflict resolved by taking a
-// side or editing it). Texts are only ever put in the page as text (textContent), never as markup.
+// Diffs and merges of workflow texts in the editor page: the Save dialog's diff to the base version (the
+// server's), and the three-way merge view a stale save opens (base, theirs, mine side by side; each conflict
+// resolved by taking a side or editing it). Texts are only ever put in the page as text (textContent), never as markup.
 
-const LIMIT = 4_000_000; // cells of the line table; past it the changed middle is shown whole (a huge rewrite)
-
-const linesOf = (text) => (text === "" ? [] : text.replace(/\r\n?/g, "\n").replace(/\n$/, "").split("\n"));
-
-// The lines of `a` and `b` as [" "|"-"|"+", line] pairs: a longest common subsequence of the lines between
-// their common head and tail.
-export function lineDiff(a, b) {
-  const x = linesOf(a), y = linesOf(b);
-  let head = 0;
-  while (head < x.length && head < y.length && x[head] === y[head]) head++;
-  let tail = 0;
-  while (tail < x.length - head && tail < y.length - head && x[x.length - 1 - tail] === y[y.length - 1 - tail]) tail++;
-  const xs = x.slice(head, x.length - tail), ys = y.slice(head, y.length - tail);
-  const ops = x.slice(0, head).map((l) => [" ", l]);
-  if ((xs.length + 1) * (ys.length + 1) > LIMIT) {
-    ops.push(...xs.map((l) => ["-", l]), ...ys.map((l) => ["+", l]));
-  } else {
-    const n = xs.length, m = ys.length, width = m + 1;
-    const table = new Uint32Array((n + 1) * width); // table[i][j]: the LCS length of xs[i:] and ys[j:]
-    for (let i = n - 1; i >= 0; i--) {
-      for (let j = m - 1; j >= 0; j--) {
-        table[i * width + j] = xs[i] === ys[j] ? table[(i + 1) * width + j + 1] + 1
-          : Math.max(table[(i + 1) * width + j], table[i * width + j + 1]);
-      }
-    }
-    let i = 0, j = 0;
-    while (i < n || j < m) {
-      if (i < n && j < m && xs[i] === ys[j]) { ops.push([" ", xs[i]]); i++; j++; }
-      else if (j < m && (i === n || table[i * width + j + 1] >= table[(i + 1) * width + j])) ops.push(["+", ys[j++]]);
-      else ops.push(["-", xs[i++]]);
-    }
-  }
-  ops.push(...x.slice(x.length - tail).map((l) => [" ", l]));
-  return ops;
-}
-
-// `pre` filled with the diff of `a` to `b`, unchanged lines shown `context` lines around each change; the count
-// of changed lines.
-export function showDiff(pre, a, b, context = 3) {
-  const ops = lineDiff(a, b);
-  const keep = ops.map(() => false);
-  ops.forEach(([kind], i) => {
-    if (kind !== " ") for (let k = Math.max(0, i - context); k <= Math.min(ops.length - 1, i + context); k++) keep[k] = true;
-  });
+// `pre` filled with a unified diff the server made (POST <draft>/diff, the engine's anchored diff, as the
+// versions page shows); the count of changed lines.
+export function showUnified(pre, diff) {
   pre.replaceChildren();
-  let changed = 0, skipped = false, lineA = 0, lineB = 0;
-  ops.forEach(([kind, line], i) => {
-    if (kind !== "+") lineA++;
-    if (kind !== "-") lineB++;
-    if (kind !== " ") changed++;
-    if (!keep[i]) { skipped = true; return; }
-    if (skipped) pre.append(span("hunk", `@@ line ${kind === "+" ? lineB : lineA} @@\n`));
-    skipped = false;
-    pre.append(span(kind === "+" ? "add" : kind === "-" ? "del" : "same", `${kind} ${line}\n`));
-  });
+  let changed = 0;
+  for (const line of diff.split(/(?<=\n)/).slice(2)) { // after the --- and +++ headers
+    if (!line) continue;
+    const kind = line.startsWith("@@") ? "hunk" : line[0] === "+" ? "add" : line[0] === "-" ? "del" : "same";
+    if (kind === "add" || kind === "del") changed++;
+    pre.append(span(kind, line));
+  }
   if (!changed) pre.append(span("same", "(no change)\n"));
   return changed;
 }
