@@ -71,6 +71,8 @@ from playwright.sync_api import Error as PlaywrightError, sync_playwright  # noq
 from tests.browser.console import CHROMIUM, Console  # noqa: E402 - after ROOT is importable
 from tests.cluster.harness import deployed  # noqa: E402
 
+from bench.long_tasks import longest  # noqa: E402
+
 BACKENDS = {"embedded": ("sqlite", "SQLite WAL + django-q2 ORM broker, consumers poll"),
             "postgres": ("postgres", "PostgreSQL + Redis, wake-ups through channels_redis")}
 TARGETS = {"p95_ms": {"embedded": 250, "postgres": 100}, "draw_s": 2.0, "longest_task_ms": 200,
@@ -326,6 +328,8 @@ PANE_AT = """async (line) => {
   view.focus();
 }"""
 TYPED = "retry again "
+TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "toplevel", "v8.execute",
+                    "blink.user_timing"]
 
 
 def editor_yaml(name: str, n: int, shape: str) -> str:
@@ -394,10 +398,25 @@ def summary(ms: list[float]) -> dict:
 class EditorBench:
     """The editor page of a saved workflow, opened by olive (an Operator) in Chromium against daphne."""
 
-    def __init__(self, console: Console, browser):
+    def __init__(self, console: Console, browser, trace: Path | None = None):
         self.console = console
         self.dep = console.deployment
         self.browser = browser
+        self.trace = trace  # a directory: the drag's and the typing's Chrome traces are written there
+
+    def tracing(self, page, what: str):
+        """Start a Chrome trace of `page` when asked (--trace); the function that stops it."""
+        if not self.trace:
+            return lambda: {}
+        self.trace.mkdir(parents=True, exist_ok=True)
+        path = self.trace / f"editor-{what}-{self.console.deployment.workdir.name}.json"
+        self.browser.start_tracing(page=page, path=str(path), categories=TRACE_CATEGORIES)
+
+        def stop():
+            self.browser.stop_tracing()
+            log(f"trace: {path} (bench/long_tasks.py reads it)")
+            return longest(path)
+        return stop
 
     def saved(self, name: str, n: int, shape: str) -> str:
         """`name` saved with editor_yaml's text (passed as a file: a command line argument holds 128 KiB)."""
@@ -493,6 +512,7 @@ class EditorBench:
             at = page.evaluate("(id) => window.forgeEditor.graph.cy.getElementById(id).renderedPosition()", target)
         box = page.locator(".editor-graph-canvas").bounding_box()
         x, y = box["x"] + at["x"], box["y"] + at["y"]
+        stop = self.tracing(page, "drag")
         with page.expect_response(lambda r: r.url.endswith("/placements") and r.request.method == "POST",
                                   timeout=60_000) as kept:
             page.mouse.move(x, y)
@@ -503,29 +523,33 @@ class EditorBench:
         if kept.value.status != 200:
             raise RuntimeError(f"the drag's place was not kept: {kept.value.status}")
         page.wait_for_timeout(300)  # the frames after the drop are part of the drag
+        drag_cpu = stop()
         dragged = page.evaluate("() => window.longTasks.splice(0)")
         line = next(k for k, t in enumerate(text.splitlines(), 1) if t == f"    command: go {n // 2}")
         page.evaluate(PANE_AT, line)
         page.wait_for_timeout(500)  # the pane drawn at the middle of the text, apart from the typing
         moved = page.evaluate("() => window.longTasks.splice(0)")
+        stop = self.tracing(page, "typing")
         page.keyboard.type((TYPED * (keys // len(TYPED) + 1))[:keys], delay=40)
         page.wait_for_function("(length) => window.forgeEditor.state.checkedText.length === length"
                                " && document.getElementById('validity').dataset.state !== 'checking'",
                                arg=len(text) + keys, timeout=60_000)
         page.wait_for_timeout(500)  # the redraw of the last answer and the observer's report
+        typing_cpu = stop()
         typed = page.evaluate("() => window.longTasks")
         page.context.close()
         return {"steps": n, "dragged": target, "moves": moves, "drag_long_tasks": len(dragged),
                 "drag_longest_task_ms": round(max(dragged, default=0), 1), "keys": keys,
                 "cursor_moved_longest_task_ms": round(max(moved, default=0), 1),
-                "typing_long_tasks": len(typed), "typing_longest_task_ms": round(max(typed, default=0), 1)}
+                "typing_long_tasks": len(typed), "typing_longest_task_ms": round(max(typed, default=0), 1),
+                **({"traced": {"drag": drag_cpu, "typing": typing_cpu}} if self.trace else {})}
 
 
 def bench_backend(backend: str, args, browser) -> dict:
     with deployed(f"forge-console-bench-{backend}-", BACKENDS[backend][0], on_error=log, test_timings=False) as dep:
         console = BenchConsole(dep, dep.workdir, args.port + args.backends.split(",").index(backend)
                                if args.port else None)
-        bench, editor = Bench(console, browser), EditorBench(console, browser)
+        bench, editor = Bench(console, browser), EditorBench(console, browser, args.trace)
         out = {"backend": backend, "load_before": round(os.getloadavg()[0], 2)}
         phases = {"latency": lambda: bench.latency(args.paced), "draw": lambda: bench.draw(args.big),
                   "burst": lambda: bench.responsiveness(args.burst), "server": lambda: bench.server(args.server_steps),
@@ -672,6 +696,9 @@ def print_editor_tasks(t: dict) -> None:
           f"keys in the YAML {t['typing_longest_task_ms']:.0f} ms ({verdict(t['typing_longest_task_ms'], limit)}; "
           f"{t['typing_long_tasks']} over 50 ms), after the cursor was put in the middle of the text "
           f"(that took a task of {t['cursor_moved_longest_task_ms']:.0f} ms)")
+    for what, d in t.get("traced", {}).items():  # --trace: how much of the longest task was the page's own work
+        print(f"    traced {what}: longest task {d['wall_ms']:.0f} ms, of which {d['its_cpu_ms']:.0f} ms on the CPU "
+              f"(the rest waiting for one); the most CPU of any task {d['most_cpu_ms']:.0f} ms")
 
 
 def main(argv=None) -> None:
@@ -690,6 +717,9 @@ def main(argv=None) -> None:
     parser.add_argument("--components", action="store_true",
                         help="also the editor's panes alone (bench/yaml_pane_bench.py, bench/editor_graph_bench.py)")
     parser.add_argument("--port", type=int, default=0, help="daphne's port (the next one for the second backend)")
+    parser.add_argument("--trace", type=Path, default=None,
+                        help="editor_tasks: write Chrome traces of the drag and the typing to this directory "
+                             "(bench/long_tasks.py says what the long tasks were; tracing slows the page)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     started = time.perf_counter()

@@ -101,6 +101,11 @@ export function createEditorGraph(container, options = {}) {
     style: [...F.styles(false), ...OWN],
   });
   let drawnBig = false;
+  // The selected nodes, asked of Cytoscape again only after the selection changed: the connecting handle follows
+  // every frame of a drag, and a selector over 1,000 nodes a frame is work the drag's frames do not need.
+  let chosen = null;
+  const selectedNodes = () => chosen || (chosen = cy.nodes(":selected"));
+  cy.on("select unselect remove", () => { chosen = null; });
 
   function worker() {
     if (!window.ELK) return null;
@@ -341,7 +346,7 @@ export function createEditorGraph(container, options = {}) {
   }
 
   const shown = () => cy.nodes().filter((n) => n.visible() && !n.data("open"));
-  const selectedSteps = () => cy.nodes(":selected").filter((n) => !n.data("group")).map((n) => n.id());
+  const selectedSteps = () => selectedNodes().filter((n) => !n.data("group")).map((n) => n.id());
 
   // A node wholly in view, the view moved as little as needed (zoomed to a readable size first when it is not).
   const BOX = { includeLabels: false, includeOverlays: false, includeUnderlays: false };
@@ -548,7 +553,7 @@ export function createEditorGraph(container, options = {}) {
 
   function placeHandle() {
     if (readOnly) return;
-    const sel = cy.nodes(":selected");
+    const sel = selectedNodes();
     const node = hover && hover.inside() && hover.visible() && !hover.data("group") ? hover
       : sel.length === 1 && !sel.data("group") ? sel : null;
     if (!node || connecting) { if (!connecting) handle.hidden = true; return; }
