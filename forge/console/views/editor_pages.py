@@ -135,26 +135,45 @@ def _editor(request, draft: Draft, workflow: Workflow | None):
     })
 
 
+PER_PAGE = 50  # versions listed on a page of the history, newest first
+
+
 @login_required
 def workflow_versions(request, name: str):
-    """Every version (who, when, the message); the diff of the two chosen is read from the diff endpoint."""
+    """The versions, newest first, a page of them at a time (who, when, the message); the diff of the two chosen
+    (any two, by number) is read from the diff endpoint."""
     require_view(request)
     workflow = get_object_or_404(Workflow, name=name)
-    # not their texts (up to 1 MiB each, every version): the diff endpoint reads the two compared
-    versions = list(workflow.versions.select_related("created_by").defer("source").order_by("-number"))
-    numbers = {v.number for v in versions}
-    chosen = [_number(request.GET.get(key), numbers) for key in ("a", "b")]
-    b = chosen[1] or (versions[0].number if versions else None)
-    a = chosen[0] or next((v.number for v in versions if v.number < (b or 0)), None)
+    # not their texts (up to 1 MiB each): the diff endpoint reads the two compared
+    listed = workflow.versions.select_related("created_by").defer("source").order_by("-number")
+    latest = listed.values_list("number", flat=True).first()
+    pages = max(1, -(-listed.count() // PER_PAGE))
+    page = _page(request.GET.get("page"), pages)
+    versions = list(listed[(page - 1) * PER_PAGE:page * PER_PAGE])
+    asked = [request.GET.get(key, "") for key in ("a", "b")]
+    chosen = [_number(value, workflow) for value in asked]
+    b = chosen[1] or latest
+    a = chosen[0] or workflow.versions.filter(number__lt=b or 0).order_by("-number").values_list(
+        "number", flat=True).first()
+    unknown = [value for value, number in zip(asked, chosen) if value and number is None]
     return render(request, "console/versions.html", {
-        "nav": "workflows", "workflow": workflow, "versions": versions, "a": a, "b": b,
-        "may_edit": can(request.user, "workflow.edit"),
+        "nav": "workflows", "workflow": workflow, "versions": versions, "latest": latest, "a": a, "b": b,
+        "unknown": unknown, "page": page, "pages": pages, "may_edit": can(request.user, "workflow.edit"),
     })
 
 
-def _number(value: str | None, numbers: set[int]) -> int | None:
-    """A version number from the query when the workflow has that version (anything else: the default)."""
-    return int(value) if value and re.fullmatch(r"[0-9]{1,9}", value) and int(value) in numbers else None
+def _page(value: str | None, pages: int) -> int:
+    """The page asked for when the history has it; anything else (none, 0, -1, text, past the last): the first."""
+    if value and re.fullmatch(r"[0-9]{1,9}", value) and 1 <= int(value) <= pages:
+        return int(value)
+    return 1
+
+
+def _number(value: str | None, workflow: Workflow) -> int | None:
+    """A version number from a query or form when the workflow has that version (anything else: None)."""
+    if value and re.fullmatch(r"[0-9]{1,9}", value) and workflow.versions.filter(number=int(value)).exists():
+        return int(value)
+    return None
 
 
 @login_required
@@ -164,7 +183,7 @@ def version_restore(request, name: str):
     require_view(request)
     workflow = get_object_or_404(Workflow, name=name)
     editing.require_edit(request.user)
-    number = _number(request.POST.get("version"), set(workflow.versions.values_list("number", flat=True)))
+    number = _number(request.POST.get("version"), workflow)
     if number is None:
         raise Http404("this workflow has no such version")
     try:

@@ -46,15 +46,14 @@ def workflow_list(request):
                                                       "may_edit": can(request.user, "workflow.edit")})
 
 
+LATEST_SHOWN = 5  # versions on the workflow's page, each with its diff; the whole history is the versions page's
+
+
 def _versions(workflow: Workflow) -> list[tuple]:
-    versions = list(workflow.versions.select_related("created_by").order_by("number"))
-    shown, before = [], None
-    for version in versions:
-        diff = "" if before is None else unified_diff(before.source, version.source, f"v{before.number}",
-                                                      f"v{version.number}")
-        shown.append((version, diff))
-        before = version
-    return list(reversed(shown))
+    """The latest few versions, newest first, each with its diff to the one before (the first: no diff)."""
+    versions = list(workflow.versions.select_related("created_by").order_by("-number")[:LATEST_SHOWN + 1])
+    return [(version, unified_diff(before.source, version.source, f"v{before.number}", f"v{version.number}")
+             if before else "") for version, before in zip(versions, versions[1:] + [None])][:LATEST_SHOWN]
 
 
 @login_required
@@ -101,7 +100,7 @@ def _page(request, workflow, version, fields, status: int = 200, *, form_version
     return render(request, "console/workflow.html", {
         "nav": "workflows", "workflow": workflow, "version": version, "fields": fields,
         "graph": workflow_graph(version) if version and not cannot_run else None, "cannot_run": cannot_run,
-        "versions": _versions(workflow), "runs": runs.order_by("-id")[:20],
+        "versions": _versions(workflow), "version_count": workflow.versions.count(), "runs": runs.order_by("-id")[:20],
         "schedules": Schedule.objects.filter(workflow=workflow).order_by("pk"),
         "may_run": can(request.user, "run.start"), "may_schedule": can(request.user, "schedule.manage"),
         "may_edit": can(request.user, "workflow.edit"),
