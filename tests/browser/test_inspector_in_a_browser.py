@@ -135,10 +135,13 @@ def test_a_refused_value_is_shown_with_its_refusal_and_goes_back_to_the_texts(pa
     assert retries.input_value() == "2" and retries.get_attribute("aria-invalid") == "false"
     assert "not changed" in said.inner_text() and "3 times at most" in said.inner_text()
     # corrected while focused: sent
-    retries.fill("3")
+    retries.fill("3.0")
     retries.press("Enter")
     assert ops(page, 2)[-1]["value"] == 3
     page.evaluate("() => window.answer()")
+    show(page, outline(retry={"max_retries": 3}))  # the answer: the field shows the text's value now
+    page.wait_for_function("() => document.querySelector('#inspector [data-path=\"retry.max_retries\"]').value === '3'",
+                           timeout=30_000)
     # left before the refusal came: the field shows the text's value at once, with the refusal
     command = field(page, "command")
     command.fill("rm -rf /")

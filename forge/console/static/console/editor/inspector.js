@@ -388,16 +388,16 @@ export function createInspector(container, opts = {}) {
       if (!ctl) { if (k.value !== k.drawn && k.value !== "") lost.push([path, k.value]); return; }
       ctl.bad = k.bad;
       ctl.sent = k.sent;
-      differs = differs || k.value !== ctl.drawn;
       if (k.refusal && ctl.drawn !== k.refusal.typed) {
         ctl.refusal = k.refusal;
         if (k.value !== k.drawn) ctl.input.value = k.value;
         ctl.say(k.message, true);
-      } else if (k.value !== k.drawn) {
+      } else if (k.value !== k.drawn && !(k.sent === k.value && ctl.drawn !== k.drawn)) { // a sent value answered: the text's
         ctl.input.value = k.value;
         ctl.input.dispatchEvent(new Event("input")); // checked again as typed
         ctl.sent = k.sent;
       }
+      differs = differs || ctl.input.value !== ctl.drawn;
     });
     const ctl = focus && controls.get(focus.path);
     if (ctl) {
