@@ -379,9 +379,7 @@ async function save(text, message, baseVersion) {
 async function saveMerged(text, message, theirs) {
   replaceText(text);
   state.baseVersion = theirs;
-  const said = await save(text, message, theirs);
-  if (!said) { $("merge").hidden = true; lockForMerge(false); }
-  return said;
+  return save(text, message, theirs); // saved: the view closes (saved); stale again: the newer merge opens
 }
 
 function replaceText(text) {
@@ -395,6 +393,7 @@ function replaceText(text) {
 
 function saved(data, text) {
   $("save-dialog").close();
+  if (state.merging) { $("merge").hidden = true; lockForMerge(false); }
   state.workflow = data.workflow;
   state.baseVersion = state.latestVersion = data.version;
   state.dirty = false;
