@@ -130,7 +130,7 @@ def _editor(request, draft: Draft, workflow: Workflow | None):
     base = draft.base_version
     return render(request, "console/editor.html", {
         "nav": "workflows", "draft": draft, "workflow": workflow,
-        "base_source": base.source if base else "", "base_number": base.number if base else None,
+        "base_number": base.number if base else None,
         "api": reverse("console:editor_draft", args=[draft.pk]),
     })
 

@@ -83,6 +83,7 @@ CASES = {
     "editor_placements": Case(json=True),
     "editor_save": Case(json=True),
     "editor_discard": Case(json=True),
+    "editor_draft_diff": Case(json=True),
     "workflow_new": Case(form={"source": "paste", "yaml": "name: pasted\nsteps: []\n", "example": "", "workflow": ""}),
     "editor_new": Case(),
     "editor": Case(),
