@@ -208,11 +208,14 @@ function showValidity(kind, why) {
 // -- patches: every gesture of the graph, the inspector and the palette ---------------------------------------
 let patches = Promise.resolve();
 // One failed gesture never stops the next: a rejected chain would drop every later patch without a word.
-const patch = (op) => (refuseWhileMerging() ? patches : patches = patches.then(() => applyPatch(op)).catch((error) => {
-  console.error(error);
-  say("The change was not made: the page could not apply the server's answer.");
-  textChanged();
-}));
+// Each answers what the inspector shows beside its field: nothing, or { refused: why }.
+const patch = (op) => (refuseWhileMerging() ? Promise.resolve({ refused: LOCKED })
+  : patches = patches.then(() => applyPatch(op)).catch((error) => {
+    console.error(error);
+    say("The change was not made: the page could not apply the server's answer.");
+    textChanged();
+    return { refused: "the page could not apply the server's answer" };
+  }));
 
 // True (and said) while the merge view is open: a change to the draft then would be lost from the merge.
 function refuseWhileMerging() {
@@ -242,17 +245,13 @@ async function applyPatch(op, again = true) {
   try {
     answer = await call("POST", api + "patch", { text, revision, op });
   } catch {
-    say("The change was not made: the server could not be reached.");
-    return textChanged();
+    return refused("The change was not made: the server could not be reached.", "the server could not be reached");
   }
   if (again && overtaken(answer)) return applyPatch(op, false);
-  if (!answer.ok) {
-    say(`Not changed: ${refusal(answer)}.`);
-    return textChanged();
-  }
+  if (!answer.ok) return refused(`Not changed: ${refusal(answer)}.`, refusal(answer));
   if (pane.getText() !== text) { // typed while the patch was on its way: its ranges are of an older text
-    say("Not changed: the text changed while the change was being made. Do it again.");
-    return textChanged();
+    return refused("Not changed: the text changed while the change was being made. Do it again.",
+                   "the text changed while the change was being made: do it again");
   }
   applying = true;
   try {
@@ -282,6 +281,13 @@ async function applyPatch(op, again = true) {
     : op.op === "step.duplicate" || op.op === "selection.paste" ? now.find((id) => !known.has(id)) : null;
   if (chosen && stepOf(chosen)) select(chosen);
   known = new Set(now);
+}
+
+// A patch not made: said on the page, the text checked again, and why for the field that asked.
+function refused(said, why) {
+  say(said);
+  textChanged();
+  return { refused: why };
 }
 
 // -- selection: a node, its YAML block and the inspector are one -----------------------------------------------
