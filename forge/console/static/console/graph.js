@@ -295,13 +295,7 @@
     }
 
     function fit(eles) {
-      // An opened group's header is no step: the steps decide what fits.
-      let on = eles && eles.length ? eles : cy.nodes().filter((n) => n.visible() && !n.data("open"));
-      if (!on.length) on = cy.nodes().filter((n) => n.visible());
-      if (!on.length) on = cy.nodes();
-      cy.fit(on, 30);
-      if (cy.zoom() > ZOOM.fit) cy.zoom(ZOOM.fit);
-      cy.center(on); // also when the zoom stopped at its least
+      fitTo(cy, eles);
       changed();
     }
 
@@ -344,18 +338,15 @@
     }
 
     function zoomBy(factor) {
-      const level = Math.min(ZOOM.max, Math.max(ZOOM.min, cy.zoom() * factor));
-      cy.zoom({ level, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
+      zoomAround(cy, factor);
       changed();
     }
 
     const changed = () => container.dispatchEvent(new CustomEvent("forge:graph-changed"));
 
     function show(group) {
-      // An opened group: its first steps at a zoom a person reads, or all of it when that fits as readable.
-      const members = cy.collection(group.members.map((id) => cy.getElementById(id))).union(cy.getElementById(group.id));
-      fit(members);
-      if (cy.zoom() < 1) { cy.zoom(1); cy.center(cy.getElementById(group.id)); changed(); }
+      showGroup(cy, group.members, cy.getElementById(group.id), cy.getElementById(group.id));
+      changed();
     }
 
     function open(id, quiet) {
@@ -429,6 +420,31 @@
   }
 
   // The node of `nodes` an arrow key (dx, dy) reaches from `current`: the nearest within a cone that way.
+  // The view on `eles` (by default every visible step: an opened group's header is no step), never closer than
+  // ZOOM.fit; centred also when the zoom stopped at its least.
+  function fitTo(cy, eles) {
+    let on = eles && eles.length ? eles : cy.nodes().filter((n) => n.visible() && !n.data("open"));
+    if (!on.length) on = cy.nodes().filter((n) => n.visible());
+    if (!on.length) on = cy.nodes();
+    if (!on.length) return;
+    cy.fit(on, 30);
+    if (cy.zoom() > ZOOM.fit) cy.zoom(ZOOM.fit);
+    cy.center(on);
+  }
+
+  // Zoom by `factor` about the middle of the card, within ZOOM's bounds.
+  function zoomAround(cy, factor) {
+    const level = Math.min(ZOOM.max, Math.max(ZOOM.min, cy.zoom() * factor));
+    cy.zoom({ level, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
+  }
+
+  // An opened group (its member ids and its header node): all of it when that fits readable, else its start
+  // (`start`) at a zoom a person reads.
+  function showGroup(cy, members, header, start) {
+    fitTo(cy, cy.collection(members.map((id) => cy.getElementById(id))).union(header));
+    if (cy.zoom() < 1) { cy.zoom(1); cy.center(start); }
+  }
+
   function nearest(nodes, current, dx, dy) {
     const from = current.position();
     let best = null;
@@ -446,6 +462,6 @@
     return best;
   }
 
-  window.forgeGraph = { draw, view: null, stateOf, styles, settle, quickLayout, elkLayout, nearest, ZOOM, STEP, GROUP,
-                        READABLE };
+  window.forgeGraph = { draw, view: null, stateOf, styles, settle, quickLayout, elkLayout, nearest, fitTo, zoomAround,
+                        showGroup, ZOOM, STEP, GROUP, READABLE };
 })();

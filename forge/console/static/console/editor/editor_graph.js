@@ -321,13 +321,7 @@ export function createEditorGraph(container, options = {}) {
   }
 
   // ---- the view ----
-  function fit(eles) {
-    let on = eles && eles.length ? eles : cy.nodes().filter((n) => n.visible() && !n.data("open"));
-    if (!on.length) return;
-    cy.fit(on, 30);
-    if (cy.zoom() > F.ZOOM.fit) cy.zoom(F.ZOOM.fit);
-    cy.center(on);
-  }
+  const fit = (eles) => F.fitTo(cy, eles);
 
   // The first view: the whole graph, or when it is not readable whole, its start (the left edge) at a readable zoom.
   function fitFirst() {
@@ -340,10 +334,7 @@ export function createEditorGraph(container, options = {}) {
     cy.panBy({ x: MARGIN - shown().renderedBoundingBox(BOX).x1, y: 0 });
   }
 
-  function zoomBy(factor) {
-    const level = Math.min(F.ZOOM.max, Math.max(F.ZOOM.min, cy.zoom() * factor));
-    cy.zoom({ level, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
-  }
+  const zoomBy = (factor) => F.zoomAround(cy, factor);
 
   const shown = () => cy.nodes().filter((n) => n.visible() && !n.data("open"));
   const selectedSteps = () => selectedNodes().filter((n) => !n.data("group")).map((n) => n.id());
@@ -443,9 +434,7 @@ export function createEditorGraph(container, options = {}) {
     arrange(true, false);
     const node = cy.getElementById(groupId(g));
     if (isFolded(g)) { inView(node); return; }
-    // An opened group: its first steps at a zoom a person reads, or all of it when that fits readable.
-    fit(cy.collection(g.members.map((id) => cy.getElementById(id))).union(node));
-    if (cy.zoom() < 1) { cy.zoom(1); cy.center(cy.getElementById(g.members[0])); }
+    F.showGroup(cy, g.members, node, cy.getElementById(g.members[0]));
   }
 
   // ---- gestures: each one op ----
