@@ -58,17 +58,17 @@ def test_there_are_documents_to_check():
     assert len(DOCUMENTS) >= 70, DOCUMENTS
 
 
-@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+# The validator may refuse more than the schema (cycles, unknown references...): only what it accepts is asked.
+ACCEPTED = [path for path in DOCUMENTS if validate_source(path.read_bytes()).valid]
+
+
+@pytest.mark.parametrize("path", ACCEPTED, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_the_schema_accepts_every_document_the_validator_accepts(path):
-    data = path.read_bytes()
-    if not validate_source(data).valid:
-        pytest.skip("the validator refuses it (it may refuse more than the schema)")
-    assert schema_errors(load(data).value) == []
+    assert schema_errors(load(path.read_bytes()).value) == []
 
 
 def test_most_of_those_documents_are_valid_so_the_check_above_means_something():
-    valid = [p for p in DOCUMENTS if validate_source(p.read_bytes()).valid]
-    assert len(valid) >= 50, len(valid)
+    assert len(ACCEPTED) >= 50, len(ACCEPTED)
 
 
 VALID = """\
