@@ -175,19 +175,24 @@ def test_a_workflow_from_blank_by_clicking_undone_and_redone_saved_and_run_to_co
     assert console.deployment.finished(run_id)["status"] == "completed"
 
 
-def test_the_second_save_merges_and_a_read_only_person_meets_no_edit_control(console, browser):
+def saved_under_another(console, browser):
+    """olive and adam open code_review's editor; olive saves a new description as v2, and adam writes his own on
+    the same line of his draft (still based on v1): (olive's page, adam's page, v1's text, the line)."""
     olive, adam = console.login(browser, "olive"), console.login(browser, "adam")
     open_editor(console, olive, "code_review")
     open_editor(console, adam, "code_review")
     original = source(console.deployment, "code_review")
     line = line_of(original, "description:")
-
     rewrite_line(olive, line, "description: Olive's words")
     valid(olive)
     save(olive, "olive's description")
     expect(olive.locator("#editor-said")).to_have_text(re.compile(r"Saved v2"), timeout=WAIT)
-
     rewrite_line(adam, line, "description: Adam's words")
+    return olive, adam, original, line
+
+
+def test_the_second_save_merges_and_a_read_only_person_meets_no_edit_control(console, browser):
+    olive, adam, original, line = saved_under_another(console, browser)
     first = line_of(original, "# Review a change")
     go_to_line(adam, first)
     adam.keyboard.type("# adam was here\n")  # a line nobody else changed: it merges by itself

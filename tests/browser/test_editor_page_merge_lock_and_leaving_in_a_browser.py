@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.test_editor_in_a_browser import (READY, WAIT, go_to_line, line_of, open_editor, rewrite_line, save,
+                                                    saved_under_another,
                                                     source, text, valid)
 
 pytestmark = pytest.mark.slow
@@ -32,17 +33,7 @@ def wait_for_draft(console, person: str, workflow: str | None, wanted: str) -> N
 
 
 def test_the_merge_view_locks_the_draft_and_back_to_my_draft_unlocks_it(console, browser):
-    olive, adam = console.login(browser, "olive"), console.login(browser, "adam")
-    open_editor(console, olive, "code_review")
-    open_editor(console, adam, "code_review")
-    original = source(console.deployment, "code_review")
-    line = line_of(original, "description:")
-    rewrite_line(olive, line, "description: Olive's words")
-    valid(olive)
-    save(olive, "olive's description")
-    expect(olive.locator("#editor-said")).to_have_text(re.compile(r"Saved v2"), timeout=WAIT)
-
-    rewrite_line(adam, line, "description: Adam's words")
+    olive, adam, original, line = saved_under_another(console, browser)
     go_to_line(adam, line_of(original, "  - id:"))  # the first step: the inspector shows it
     expect(adam.locator("#inspector [data-path=id]")).to_be_visible(timeout=WAIT)
     valid(adam)

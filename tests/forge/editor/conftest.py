@@ -82,3 +82,16 @@ def world_state() -> tuple:
 
 
 __all__ = ["SOURCE", "Page", "draft_new", "draft_open", "error_of", "url", "world_state"]
+
+
+@pytest.fixture
+def draft(operator, greeter):
+    return draft_open(operator, greeter)
+
+
+def refused(page: Page, address: str, status: int, code: str, *, body=None, raw=None) -> None:
+    """`page` posts and is refused with `status` and `code`, and nothing in the world changed."""
+    before = world_state()
+    response = page.post(address, body, raw=raw)
+    assert (response.status_code, error_of(response)) == (status, code), response.content[:300]
+    assert world_state() == before

@@ -8,14 +8,9 @@ import pytest
 from forge.audit.models import AuditEvent
 from forge.workflows.models import Draft
 
-from .conftest import SOURCE, Page, draft_open, error_of, url, world_state
+from .conftest import SOURCE, Page, error_of, url, world_state
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def draft(operator, greeter):
-    return draft_open(operator, greeter)
 
 
 def test_a_patch_with_a_hundred_thousand_unknown_keys_is_refused_in_a_short_answer(operator, draft):

@@ -12,7 +12,7 @@ from django.test import Client
 
 from forge.workflows.models import Draft
 
-from .conftest import SOURCE, Page, draft_open, error_of, url, world_state
+from .conftest import SOURCE, Page, error_of, refused, url, world_state
 
 pytestmark = pytest.mark.django_db
 
@@ -25,18 +25,6 @@ GOOD = {
     "editor_discard": {},
 }
 POSTS = sorted(GOOD)
-
-
-@pytest.fixture
-def draft(operator, greeter):
-    return draft_open(operator, greeter)
-
-
-def refused(page: Page, address: str, status: int, code: str, *, body=None, raw=None) -> None:
-    before = world_state()
-    response = page.post(address, body, raw=raw)
-    assert (response.status_code, error_of(response)) == (status, code), response.content[:300]
-    assert world_state() == before
 
 
 NOT_JSON = ["{not json", "", "\xff\xfe", '{"text": "a", "text": }', "1e999999", "9" * 5000]

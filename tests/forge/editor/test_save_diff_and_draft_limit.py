@@ -14,22 +14,10 @@ from django.urls import reverse
 from forge.workflows.editing import MAX_NEW_DRAFTS
 from forge.workflows.models import Draft
 
-from .conftest import SOURCE, Page, draft_new, draft_open, error_of, url, world_state
+from .conftest import SOURCE, Page, draft_new, draft_open, error_of, refused, url, world_state
 
 pytestmark = pytest.mark.django_db
 NEW = reverse("console:workflow_new")
-
-
-@pytest.fixture
-def draft(operator, greeter):
-    return draft_open(operator, greeter)
-
-
-def refused(page: Page, address: str, status: int, code: str, *, body=None, raw=None) -> None:
-    before = world_state()
-    response = page.post(address, body, raw=raw)
-    assert (response.status_code, error_of(response)) == (status, code), response.content[:300]
-    assert world_state() == before
 
 
 # -- the diff ----------------------------------------------------------------------------------------------------
