@@ -81,6 +81,13 @@ def main() -> None:
     flow = "name: big\nsteps: [" + ", ".join(f"{{id: s{i}, agent: mock, command: x}}" for i in range(26_000)) + "]\n"
     print(f"26,000 steps in a one-line list: {len(flow.encode()) / 2**20:.2f} MiB (refusals: the bounded load, no more)")
     timed("copy_steps refused (no block list)", lambda: refused(lambda: copy_steps(flow, ["s1"])))
+    aliased = "name: big\nsteps:\n  - {id: s0, command: &c x}\n" + "".join(
+        f"  - {{id: s{i}, command: *c}}\n" for i in range(1, 9_000))
+    print("9,000 steps, 8,999 of them aliasing the first one's command (near the alias bound)")
+    timed("selection.remove of every other step", lambda: apply_patch(
+        aliased, {"op": "selection.remove", "ids": [f"s{i}" for i in range(1, 9_000, 2)]}))
+    timed("selection.remove of the anchor's step and 3,999 more", lambda: apply_patch(
+        aliased, {"op": "selection.remove", "ids": [f"s{i}" for i in range(4_000)]}))
     many = "".join(f"- id: p{i}\n  agent: mock\n  command: x\n" for i in range(3_000))
     small = "name: small\nsteps:\n  - id: a\n    command: x\n"
     timed("selection.paste of 3,000 steps refused", lambda: refused(

@@ -8,6 +8,8 @@ silent change), and computes the CodeMirror changes.
 
 from __future__ import annotations
 
+import bisect
+
 from typing import Any
 
 from engine.edit import render
@@ -31,7 +33,8 @@ class Editor:
         self._pending: dict[int, Node] = {}  # aliases to write out at the end, unless replaced meanwhile
         self._handled: set[int] = set()
         self.values: Any = None  # the document's new values, when aliases must be written out as changed
-        self.removed: list[tuple[int, int]] = []  # spans the patch removes: aliases there are never written out
+        self.removed: list[tuple[int, int]] = []  # spans the patch removes (remove_spans)
+        self._removed_starts: list[int] = []
 
     # -- splices -----------------------------------------------------------
 
@@ -87,6 +90,15 @@ class Editor:
             self._parents = found
         return self._parents
 
+    def remove_spans(self, spans: list[tuple[int, int]]) -> None:
+        """The spans (sorted, apart) that this patch removes: aliases inside them are never written out."""
+        self.removed = spans
+        self._removed_starts = [start for start, _ in spans]
+
+    def _removed(self, at: int) -> bool:
+        i = bisect.bisect_right(self._removed_starts, at) - 1  # thousands of spans, each alias asked once
+        return i >= 0 and at < self.removed[i][1]
+
     def aliases_of(self, targets: list[Node], outside: list[tuple[int, int]] = ()) -> list[Node]:
         """Alias nodes whose anchor is one of `targets`, except those inside a span of `outside` or of `removed`."""
         wanted = {id(t) for t in targets if t.anchor is not None}
@@ -98,7 +110,7 @@ class Editor:
                 if node.kind == "alias":
                     self._aliases.setdefault(id(node.target), []).append(node)
         found = [node for target in wanted for node in self._aliases.get(target, ())
-                 if not any(start <= node.start < end for start, end in (*outside, *self.removed))]
+                 if not (any(start <= node.start < end for start, end in outside) or self._removed(node.start))]
         return sorted(found, key=lambda node: node.start)
 
     def value_at(self, path: tuple) -> Any:

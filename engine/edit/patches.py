@@ -410,7 +410,7 @@ def remove_steps(source: Source, ids: list) -> Patched:
     removed = set(positions)
     editor = Editor(source)
     expected, steps = expected_steps(source)
-    editor.removed = [source.item_span(i) for i in positions]
+    editor.remove_spans([source.item_span(i) for i in positions])
     anchored = [inner for i in positions for inner in descendants(source.step_nodes[i], keys=True)
                 if inner.anchor is not None]
     for alias in editor.aliases_of(anchored):
