@@ -26,7 +26,9 @@ def test_a_cycle_asked_for_in_the_inspector_is_refused_beside_its_field(console,
     page.wait_for_function("() => window.forgeEditor.state.outline.edges.some((e) => e.from === 'mock_1'"
                            " && e.to === 'mock_2' && e.explicit)", timeout=WAIT)
 
-    at = page.evaluate("() => window.forgeEditor.graph.cy.getElementById('mock_1').renderedPosition()")
+    page.wait_for_function("() => document.getElementById('graph').dataset.layout === 'done'"
+                           " && window.forgeEditor.graph.cy.getElementById('mock_1').length === 1", timeout=WAIT)
+    at = page.evaluate("() => window.forgeEditor.graph.cy.getElementById('mock_1').renderedPosition()")  # laid out
     box = page.locator(".editor-graph-canvas").bounding_box()
     page.mouse.click(box["x"] + at["x"], box["y"] + at["y"])  # mock_1's node
     page.wait_for_function("() => window.forgeEditor.state.selected === 'mock_1'", timeout=WAIT)
