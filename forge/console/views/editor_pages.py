@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -147,9 +148,10 @@ def workflow_versions(request, name: str):
     # not their texts (up to 1 MiB each): the diff endpoint reads the two compared
     listed = workflow.versions.select_related("created_by").defer("source").order_by("-number")
     latest = listed.values_list("number", flat=True).first()
-    pages = max(1, -(-listed.count() // PER_PAGE))
+    paginator = Paginator(listed, PER_PAGE)
+    pages = paginator.num_pages
     page = _page(request.GET.get("page"), pages)
-    versions = list(listed[(page - 1) * PER_PAGE:page * PER_PAGE])
+    versions = list(paginator.page(page))
     asked = [request.GET.get(key, "") for key in ("a", "b")]
     chosen = [_number(value, workflow) for value in asked]
     b = chosen[1] or latest
