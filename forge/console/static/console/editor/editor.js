@@ -43,7 +43,9 @@ async function call(method, url, body, options = {}) {
   return { status: response.status, ok: response.ok, data };
 }
 
-const refusal = (answer) => answer.data.error?.message || `the server answered ${answer.status}`;
+// Why a request did not do its work: the server's word, or that it could not be reached (no answer).
+const refusal = (answer) => (!answer ? "the server could not be reached"
+  : answer.data.error?.message || `the server answered ${answer.status}`);
 
 function say(text, link) {
   const said = $("editor-said");
@@ -305,7 +307,7 @@ function select(id, from) {
 async function copy(ids) {
   if (!ids || !ids.length) return;
   const answer = await call("POST", root.dataset.copyUrl, { text: pane.getText(), ids }).catch(() => null);
-  if (!answer || !answer.ok) return say(`Not copied: ${answer ? refusal(answer) : "the server could not be reached"}.`);
+  if (!answer || !answer.ok) return say(`Not copied: ${refusal(answer)}.`);
   state.clipboard = answer.data.yaml;
   const what = `${ids.length} step${ids.length === 1 ? "" : "s"}`;
   try {
@@ -331,7 +333,7 @@ function paste(yaml) {
 async function place(positions) {
   Object.assign(state.placements, positions);
   const answer = await call("POST", api + "placements", { positions }).catch(() => null);
-  if (!answer || !answer.ok) say(`The positions were not kept: ${answer ? refusal(answer) : "the server could not be reached"}.`);
+  if (!answer || !answer.ok) say(`The positions were not kept: ${refusal(answer)}.`);
 }
 
 // -- save, merge, discard -------------------------------------------------------------------------------------
@@ -351,7 +353,7 @@ async function openSave() {
   const answer = await call("POST", api + "diff", { text }).catch(() => null);
   if (asked !== diffing) return;
   if (!answer || !answer.ok) {
-    $("save-diff").replaceChildren(`The changes could not be shown: ${answer ? refusal(answer) : "the server could not be reached"}.`);
+    $("save-diff").replaceChildren(`The changes could not be shown: ${refusal(answer)}.`);
     return;
   }
   const changed = showUnified($("save-diff"), answer.data.diff);
@@ -423,7 +425,7 @@ function saved(data, text) {
 async function discard() {
   if (!window.confirm("Discard your draft? Its changes since the saved version are lost.")) return;
   const answer = await call("POST", api + "discard", {}).catch(() => null);
-  if (!answer || !answer.ok) return say(`Not discarded: ${answer ? refusal(answer) : "the server could not be reached"}.`);
+  if (!answer || !answer.ok) return say(`Not discarded: ${refusal(answer)}.`);
   location.assign(answer.data.url || workflowsUrl);
 }
 
