@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.yaml_pane_page import PanePage
+from tests.browser.yaml_pane_page import PanePage, workflow
 
 TEXT = """\
 # vendor review: comments stay
@@ -207,6 +207,42 @@ def test_server_problems_sit_on_their_lines_with_code_and_message(page):
     assert "<b>not markup</b>" in lint_message(page, "warning")  # shown as text, never as markup
     assert page.locator(".cm-lintRange-warning").inner_text() == "id: intake"  # no line: its step's first
     page.screenshot(path=str(page.shots / "yaml_pane_problems.png"))
+
+
+HOLD_PAUSES = """async () => {
+  window.schemaAgain = await (await fetch("/editor/schema.json")).json();
+  window.realTimeout = window.setTimeout;
+  window.held = [];
+  window.setTimeout = (fn, ms, ...rest) => (ms ? window.realTimeout(fn, ms, ...rest) : window.held.push(fn));
+}"""
+RUN_HELD_BUT_FIRST = """async (runs) => {
+  while (window.pane.lintStats.runs < runs) {
+    while (window.held.length > 1) window.held.pop()();
+    await new Promise((next) => window.realTimeout(next, 1));
+  }
+}"""
+
+
+def test_problems_set_while_a_long_lint_is_paused_stay_when_it_ends(page, pane_page):
+    """A new schema starts a long lint of a big text; the server's problems arrive while it is paused between
+    slices and lint again at once. The test holds the first run's pause so that it ends last: the problems stay."""
+    pane_page.open(page, workflow(2_000))
+    page.wait_for_function("() => window.pane.lintStats.runs >= 1")
+    runs = page.evaluate("window.pane.lintStats.runs")
+    page.evaluate(HOLD_PAUSES)
+    page.evaluate("""() => {
+      window.pane.setSchema(window.schemaAgain);
+      window.pane.setProblems([{code: 'unknown_step', message: 'depends on `nowhere`, which is no step',
+        step: 'step_1', line: 17, column: 5, severity: 'error'}]);
+    }""")
+    assert page.evaluate("window.held.length") == 2, "both runs are paused"
+    page.evaluate(RUN_HELD_BUT_FIRST, runs + 1)  # the newer run ends first
+    page.locator(".cm-lint-marker-error").wait_for()
+    page.evaluate("() => { window.setTimeout = window.realTimeout; window.held.pop()(); }")  # then the older
+    page.wait_for_function("(runs) => window.pane.lintStats.runs === runs", arg=runs + 2)
+    page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    assert page.locator(".cm-lint-marker-error").count() == 1
+    assert "depends on `nowhere`, which is no step" in lint_message(page, "error")
 
 
 def test_the_cursor_says_which_step_it_is_in(page):

@@ -75,9 +75,19 @@ export function createYamlPane(parent, { text = "", schema = null, readOnly = fa
   const lintStats = { last: 0, max: 0, runs: 0, longestSlice: 0 }; // ms, for the bench
   const editable = new Compartment();
 
+  // Runs overlap: new server problems lint again at once while a long run is paused between slices. An older
+  // run stops at its next pause and answers what the newest answers, so it never puts back diagnostics without
+  // the newer problems (CodeMirror keeps the answer that comes last for the same text).
+  let newestRun = null;
+  function lintSource(view) {
+    const run = lintOnce(view, () => run !== newestRun);
+    newestRun = run;
+    return run.then((found) => (run === newestRun ? found : newestRun));
+  }
+
   // The schema lint, then the server's problems. A long run (a big text just opened) pauses between slices of
   // work and stops when the text changes meanwhile (CodeMirror drops a stale answer anyway).
-  async function lintSource(view) {
+  async function lintOnce(view, superseded) {
     const { state } = view;
     const started = performance.now();
     let sliceFrom = started;
@@ -86,7 +96,7 @@ export function createYamlPane(parent, { text = "", schema = null, readOnly = fa
       busiest = Math.max(busiest, performance.now() - sliceFrom);
       await new Promise((resume) => setTimeout(resume, 0));
       sliceFrom = performance.now();
-      return view.state.doc !== state.doc;
+      return view.state.doc !== state.doc || superseded();
     };
     const lint = currentSchema && state.doc.length <= MAX_LINT_CHARS;
     const found = lint ? await lintText(state.doc.toString(), currentSchema, yamlParser, pieces, pause) : [];
