@@ -45,6 +45,8 @@ INSTALLED_APPS = [
     "channels",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # the schema page's Swagger UI, from static
+    "django_filters",
     "forge.runtime",  # its qcluster command replaces django_q's (a clean stop), so it comes first
     "django_q",
     "template_partials",

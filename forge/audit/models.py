@@ -31,6 +31,7 @@ class AuditEvent(models.Model):
     attempt = models.IntegerField(null=True, blank=True)
     target = models.CharField(max_length=200, blank=True, help_text="what it happened to, e.g. agent:mock")
     detail = models.JSONField(default=dict, blank=True)
+    token_id = models.BigIntegerField(null=True, blank=True, help_text="the API token the change came through")
     # Effects a redelivered task may repeat carry a key, so they are written once.
     key = models.CharField(max_length=200, null=True, blank=True, unique=True)
 
