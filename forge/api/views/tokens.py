@@ -1,0 +1,5 @@
+"""The API's tokens operations (docs/design/api.md, section 5)."""
+
+from __future__ import annotations
+
+urlpatterns: list = []
