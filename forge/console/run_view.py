@@ -12,9 +12,9 @@ from django.db.models import Max
 from engine.interpreter.state import StepStatus
 from engine.money import money_text
 from forge.console.loop_count import loop_of
-from forge.console.restart_plan import carried_steps
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run, RunEvent, StepResult
+from forge.runs.restart_plan import carried_steps
 from forge.runs.sentences import start_held, status_class, status_word, why_not_running
 from forge.schedules.selectors import fires_of_runs
 from forge.workflows.layouts import layout_of, placements_of

@@ -16,12 +16,12 @@ from django.views.decorators.http import require_POST
 
 from engine.interpreter import DECISIONS
 from forge.accounts.roles import can
-from forge.console.restart_plan import restart_plan
 from forge.console.views.pages import require_view
 from forge.console.views.said import said, sent_by_htmx
 from forge.runs import services
 from forge.runs.decision_words import flash_words
 from forge.runs.models import Approval
+from forge.runs.restart_plan import restart_plan
 from forge.runs.selectors import runs_for_user
 
 MAX_TEXT = 2000

@@ -17,9 +17,9 @@ from django.test import Client
 from django.urls import URLPattern, reverse
 
 from forge.console import urls
-from forge.console.restart_plan import restart_plan
 from forge.runs.artifacts import stored_name
 from forge.runs.models import Approval, Artifact
+from forge.runs.restart_plan import restart_plan
 from forge.schedules.services import schedule_add
 from forge.workflows.editing import draft_open
 from tests.forge.hostile_walk import CONTROL, HOSTILE, send

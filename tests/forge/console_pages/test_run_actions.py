@@ -6,9 +6,9 @@ import pytest
 from django.urls import reverse
 
 from forge.audit.models import AuditEvent
-from forge.console.restart_plan import restart_plan
 from forge.runs import services
 from forge.runs.models import Approval, Run
+from forge.runs.restart_plan import restart_plan
 from tests.forge.conftest import fast_forward
 from tests.forge.console_pages.conftest import APPROVAL
 
