@@ -22,9 +22,10 @@ def audit_event(code: str, *, user=None, run_id: int | None = None, step: str = 
                 at=None) -> AuditEvent:
     """One audit event, not yet written (the target defaults to the run)."""
     actor, actor_id = actor_of(user)
+    token = getattr(user, "forge_token", None)  # set by forge/api/auth.py: a change through a token names it
     return AuditEvent(code=code, actor=actor, actor_id=actor_id, run_id=run_id, step=step, attempt=attempt,
                       target=target or (f"run:{run_id}" if run_id else ""), detail=detail or {}, key=key,
-                      at=at or timezone.now())
+                      at=at or timezone.now(), token_id=token.pk if token is not None else None)
 
 
 def audit(code: str, *, user=None, run_id: int | None = None, step: str = "", attempt: int | None = None,
