@@ -15,9 +15,11 @@ from engine.interpreter.restart import restart_state
 from engine.problems import WorkflowInvalid
 from forge.accounts.roles import can
 from forge.audit.services import actor_of, audit
+from forge.errors import Stale
 from forge.runs.compiled import new_run_workflow, run_workflow
 from forge.runs.creation import RunRefused, check_args_size, check_references, create_run
 from forge.runs.models import Approval, Run, RunInput
+from forge.runs.restart_plan import restart_plan
 from forge.runs.selectors import may_decide
 from forge.runtime import bridge, inbox, store
 from forge.runtime.replies import reply_detail
@@ -86,14 +88,20 @@ def run_cancel(*, user, run: Run, reason: str = "") -> Run:
     return run
 
 
-def run_restart(*, user, run: Run, step: str) -> Run:
-    """A new run of the same version from `step` (spec section 8); the old run must have ended."""
+def run_restart(*, user, run: Run, step: str, plan: str | None = None) -> Run:
+    """A new run of the same version from `step` (spec section 8); the old run must have ended.
+
+    `plan` is the fingerprint of the restart plan the person was shown (forge/runs/restart_plan.py): when given,
+    a plan that changed since is refused as Stale and nothing starts.
+    """
     _require(user, "run.restart", "restart runs")
     if not run.finished:
         raise ServiceError(f"run {run.pk} is still {run.status}; only an ended run can be restarted")
     workflow = run_workflow(run)  # compiled with the library entries the run kept, as its replay is
     if step not in workflow.by_id:
         raise ServiceError(f"the workflow has no step {step!r}; its steps are {', '.join(workflow.by_id)}")
+    if plan is not None and plan != restart_plan(run, step).fingerprint:
+        raise Stale("The plan changed since it was shown: read it again before restarting.", code="stale_plan")
     previous = bridge.replica(run).state  # a copy rebuilt from the log: the live interpreter is the runtime's
     with transaction.atomic():
         try:
