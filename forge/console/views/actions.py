@@ -18,6 +18,7 @@ from engine.interpreter import DECISIONS
 from forge.accounts.roles import can
 from forge.console.views.pages import require_view
 from forge.console.views.said import said, sent_by_htmx
+from forge.errors import Stale
 from forge.runs import services
 from forge.runs.decision_words import flash_words
 from forge.runs.models import Approval
@@ -99,11 +100,11 @@ def run_restart(request, run_id: int):
         messages.error(request, f"The workflow has no step {step[:64]!r}.")
         return redirect("console:run", run.pk)
     if request.method == "POST":
-        if request.POST.get("plan") != plan.fingerprint:
-            messages.error(request, "The plan changed since it was shown: read it again before restarting.")
-            return redirect(f"{reverse('console:restart', args=[run.pk])}?{urlencode({'step': step})}")
         try:
-            new = services.run_restart(user=request.user, run=run, step=step)
+            new = services.run_restart(user=request.user, run=run, step=step, plan=request.POST.get("plan", ""))
+        except Stale as exc:
+            messages.error(request, exc.message)
+            return redirect(f"{reverse('console:restart', args=[run.pk])}?{urlencode({'step': step})}")
         except (services.ServiceError, PermissionDenied) as exc:
             messages.error(request, sentence(exc))
             return redirect("console:run", run.pk)
