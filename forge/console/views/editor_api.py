@@ -18,12 +18,10 @@ from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import JsonResponse, RawPostDataException
 from django.urls import reverse
 
-from engine.edit import PatchError, apply_patch, copy_steps, outline, unified_diff
-from engine.edit.summary import version_summary
+from engine.edit import PatchError, copy_steps
 from engine.schema import lobsterx_schema
-from engine.yamlload import Loaded, YamlLoadError, load
 from forge.accounts.roles import can
-from forge.workflows import editing, placements
+from forge.workflows import drafts, editing, placements
 from forge.workflows.editing import EditRefused
 from forge.workflows.models import Workflow
 
@@ -116,18 +114,6 @@ def _names(kind) -> str:
     return " or ".join(words.get(k, k.__name__) for k in _kinds(kind))
 
 
-def _state(draft, text: str, loaded: Loaded | None = None) -> dict[str, Any]:
-    """What the page redraws from: validation and the outline of `text`, from one bounded load of it (`loaded`,
-    when the patch made it): on a 1 MiB text each load costs a fifth of a second."""
-    if loaded is None:
-        try:
-            loaded = load(text)
-        except YamlLoadError:
-            pass  # each reports it on its own terms
-    problems, valid = editing.text_problems(text, loaded)
-    return {"problems": problems, "valid": valid, "outline": outline(text, loaded), "dirty": editing.dirty(draft)}
-
-
 # -- reading -------------------------------------------------------------------------------------------------------
 
 
@@ -138,13 +124,7 @@ def schema(request):
 
 @endpoint("GET")
 def draft_read(request, draft):
-    latest = draft.workflow.latest_version() if draft.workflow_id else None
-    return JsonResponse({
-        "id": draft.pk, "text": draft.text, "revision": draft.revision,
-        "workflow": draft.workflow.name if draft.workflow_id else None,
-        "base_version": draft.base_version.number if draft.base_version else None,
-        "latest_version": latest.number if latest else None,
-        "placements": placements.draft_placements(draft), **_state(draft, draft.text)})
+    return JsonResponse(drafts.draft_view(draft))
 
 
 @endpoint("GET", write=False)
@@ -161,63 +141,29 @@ def diff(request):
         if not (value.isascii() and value.isdigit() and len(value) < 10):
             raise EditRefused("bad_request", f"{key} must be a version number")
         numbers.append(int(value))
-    versions = {v.number: v for v in workflow.versions.filter(number__in=numbers)}
-    if len(versions) < len(set(numbers)):
-        missing = [n for n in numbers if n not in versions]
-        raise EditRefused("not_found", f"{workflow.name!r} has no version {missing[0]}", 404)
-    old, new = versions[numbers[0]], versions[numbers[1]]
-    text = unified_diff(old.source, new.source, f"v{old.number}", f"v{new.number}")
-    return JsonResponse({"diff": text, "summary": version_summary(old.source, new.source)})
+    return JsonResponse(drafts.versions_diff(workflow, *numbers))
 
 
 @endpoint("POST", keys={"text": str})
 def draft_diff(request, draft, body: dict):
     """The Save dialog's diff: the page's text against the draft's base version (a blank text for a new
     workflow), by the engine's anchored diff, as the versions page shows one."""
-    text = editing.storable(body["text"], "the text")
-    base = draft.base_version
-    return JsonResponse({"diff": unified_diff(base.source if base else "", text,
-                                              f"v{base.number}" if base else "blank", "draft")})
+    return JsonResponse({"diff": drafts.draft_diff(draft, body["text"])})
 
 
 # -- writing -------------------------------------------------------------------------------------------------------
 
 
-def _stale(draft, revision: int) -> None:
-    if revision <= draft.revision:
-        raise EditRefused("stale_revision", f"revision {revision} is not newer than the draft's {draft.revision}",
-                          409, revision=draft.revision)
-
-
 @endpoint("POST", keys={"text": str, "revision": int})
 def draft_text(request, draft, body: dict):
     """The typing request: keep the text as the draft's, and answer its problems and outline."""
-    text = editing.storable(body["text"], "the text")
-    _stale(draft, editing.revision_of(body["revision"], draft))
-    if not editing.draft_write(request.user, draft, text, body["revision"]):
-        _stale(editing.draft_of(request.user, draft.pk), body["revision"])  # a newer write came in between
-    return JsonResponse({"revision": draft.revision, **_state(draft, text)})
+    return JsonResponse(drafts.draft_type(request.user, draft, body["text"], body["revision"]))
 
 
 @endpoint("POST", keys={"text": str, "revision": int, "op": dict})
 def draft_patch(request, draft, body: dict):
     """A graph or inspector gesture: the patch applied to the page's text (which may be ahead of the draft's)."""
-    text = editing.storable(body["text"], "the text")
-    _stale(draft, editing.revision_of(body["revision"], draft))
-    try:
-        patched = apply_patch(text, body["op"])
-    except PatchError as exc:
-        raise EditRefused(exc.code, exc.message) from None
-    except RecursionError:  # an op nested deeper than the patch engine walks
-        raise EditRefused("bad_value", "the patch's value nests too deep") from None
-    new_text = editing.storable(patched.text, "the patched text")
-    if not editing.draft_write(request.user, draft, new_text, body["revision"]):
-        _stale(editing.draft_of(request.user, draft.pk), body["revision"])
-    op = body["op"]
-    if op.get("op") == "step.rename" and op["id"] != op["to"]:  # applied, so both are step ids
-        placements.placement_copy(request.user, draft, op["id"], op["to"])
-    return JsonResponse({"text": new_text, "changes": patched.changes, "renamed": patched.renamed,
-                         "revision": draft.revision, **_state(draft, new_text, patched.loaded)})
+    return JsonResponse(drafts.draft_patch(request.user, draft, body["text"], body["revision"], body["op"]))
 
 
 @endpoint("POST", keys={"text": str, "ids": list})
