@@ -6,62 +6,57 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import User
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 
 from forge.accounts.roles import can
 from forge.console import runs_list
-from forge.console.filters import Filters
 from forge.console.run_head import head_context
 from forge.console.run_view import run_view
 from forge.console.step_actions import step_actions
 from forge.console.step_panel import step_panel
 from forge.console.views.decisions import decisions_for
 from forge.console.views.pages import require_view
+from forge.filters import OptionFilter
+from forge.runs.filters import RunFilter
 from forge.runs.models import RUN_STATUSES
 from forge.runs.selectors import runs_for_user
-from forge.workflows.models import Workflow
 
 PER_PAGE = 50
 STEP_ROWS = 200  # rows of a run view's step table unless all are asked for: a page stays quick to draw
-SORTS = {"id": "id", "-id": "-id", "workflow": "workflow__name", "-workflow": "-workflow__name",
-         "status": "status", "-status": "-status", "created": "created_at", "-created": "-created_at"}
+
+
+class RunsPageFilter(RunFilter):
+    """The runs page's filters, and its tab (which the page applies after counting each tab's runs)."""
+
+    tab = OptionFilter(options=runs_list.TABS, method="counted_first")
+
+    def counted_first(self, runs, name, value):
+        return runs
 
 
 @login_required
 def run_list(request):
     require_view(request)
-    runs = runs_for_user(request.user).select_related("workflow", "version", "started_by")
-    given = Filters(request.GET)
-    if status := given.choice("status", dict(RUN_STATUSES)):
-        runs = runs.filter(status=status)
-    if workflow := given.text("workflow", limit=Workflow._meta.get_field("name").max_length):
-        runs = runs.filter(workflow__name=workflow)
-    if started_by := given.text("started_by", limit=User._meta.get_field("username").max_length):
-        runs = runs.filter(started_by__username=started_by)
-    if since := given.day("since"):
-        runs = runs.filter(created_at__gte=since)
-    if until := given.day("until", end=True):
-        runs = runs.filter(created_at__lte=until)
-    sort = given.choice("sort", SORTS, default="-id")
-    tab = given.choice("tab", runs_list.TABS)
+    given = RunsPageFilter(request.GET, queryset=runs_for_user(request.user)
+                           .select_related("workflow", "version", "started_by"))
+    runs, problems = given.qs, given.problems
+    sort, tab = given.cleaned("sort"), given.cleaned("tab")
     filters = {k: v for k, v in given.values.items() if k not in ("sort", "tab")}
-    for problem in given.problems:
+    for problem in problems:
         messages.error(request, problem)
-    if given.problems:
+    if problems:
         runs = runs.none()
     tabs = runs_list.tabs(runs)
-    page = Paginator(runs_list.in_tab(runs, tab).order_by(SORTS[sort], "-id"), PER_PAGE).get_page(
-        request.GET.get("page"))
+    page = Paginator(runs_list.in_tab(runs, tab), PER_PAGE).get_page(request.GET.get("page"))
     query = urlencode({k: v for k, v in filters.items() if v})
     in_tab = f"{query}&tab={tab}" if tab else query
     return render(request, "console/runs.html", {
         "nav": "runs", "page": page, "rows": runs_list.rows(request.user, list(page)), "tabs": tabs, "tab": tab,
         "filters": filters, "sort": sort, "statuses": [s for s, _ in RUN_STATUSES], "query": query,
         "query_tab": in_tab, "query_sorted": f"{in_tab}&sort={sort}" if in_tab else f"sort={sort}"},
-        status=400 if given.problems else 200)
+        status=400 if problems else 200)
 
 
 @login_required

@@ -12,6 +12,7 @@ from django.utils import timezone
 from forge.audit.services import audit_event
 from forge.console import urls as console_urls
 from forge.console.filters import MAX_ID, Filters
+from forge.filters import FilterSet
 from forge.runs.models import Run
 
 pytestmark = pytest.mark.django_db
@@ -91,10 +92,10 @@ def test_an_audit_filter_that_means_nothing_is_said_on_the_page(signed_in, run, 
 
 
 # -- Every filter of every page, found in the code ---------------------------------------------------------------
-# Each console page reads its query string through forge.console.filters.Filters, which records what each filter
-# takes (`asked`). The walk asks every page of the console once, learns its filters from what it asked, and
-# tries each with a valid value of its kind, the bounds, and garbled or hostile ones: a filter added to any page
-# later is walked without changing this test.
+# Each console page reads its query string through a FilterSet (forge.filters) or, for a page that lists no
+# model's rows, forge.console.filters.Filters; both record what each filter takes (`asked`). The walk asks every
+# page of the console once, learns its filters from what it asked, and tries each with a valid value of its kind,
+# the bounds, and garbled or hostile ones: a filter added to any page later is walked without changing this test.
 
 OLD = datetime(2001, 6, 1, 11, 30, tzinfo=dt_timezone.utc)  # a run and an audit event of long ago
 
@@ -129,15 +130,14 @@ def garbled(kind: str, takes: dict) -> list[str]:
 
 @pytest.fixture
 def asked(monkeypatch):
-    """Every Filters a request made, as it made them."""
+    """Every Filters and FilterSet a request made, as it made them."""
     made = []
-    real = Filters.__init__
+    for reader in (Filters, FilterSet):
+        def record(self, *args, real=reader.__init__, **kwargs):
+            real(self, *args, **kwargs)
+            made.append(self)
 
-    def record(self, query):
-        real(self, query)
-        made.append(self)
-
-    monkeypatch.setattr(Filters, "__init__", record)
+        monkeypatch.setattr(reader, "__init__", record)
     return made
 
 
@@ -163,7 +163,8 @@ def test_the_walk_finds_the_filters_of_the_runs_list_the_audit_trail_and_the_run
 
 
 def test_every_form_field_of_a_list_page_is_a_filter_the_walk_knows(signed_in, run, asked):
-    """A filter put in a page's form but read some other way than through Filters would escape the walk."""
+    """A filter put in a page's form but read some other way than through a FilterSet or Filters would escape the
+    walk."""
     for path in console_pages(run):
         known = filters_of(signed_in, path, asked)
         page = signed_in.get(path)
@@ -171,7 +172,7 @@ def test_every_form_field_of_a_list_page_is_a_filter_the_walk_knows(signed_in, r
             continue
         for form in re.findall(r'<form class="filters".*?</form>', page.content.decode(), re.S):
             names = set(re.findall(r'<(?:input|select)[^>]* name="([^"]+)"', form))
-            assert names <= set(known), f"{path}: {names - set(known)} not read through Filters"
+            assert names <= set(known), f"{path}: {names - set(known)} not read through a FilterSet or Filters"
 
 
 def test_every_filter_of_every_page_takes_each_valid_value_and_says_what_is_wrong_with_a_garbled_one(
