@@ -11,6 +11,7 @@ from django.db import connection
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
+from engine.interpreter.state import RunStatus
 from forge.accounts.roles import can
 from forge.console.run_view import run_view
 from forge.runs.models import Run, RunEvent
@@ -32,14 +33,25 @@ def may_watch(user, run_id: int) -> str | None:
 
 def events_frame(run_id: int, after: int) -> tuple[str, int, int] | None:
     """The `events` message of the run's events after `after` (at most CHUNK) as the text sent, its last id and
-    its count; None when none came. Each event's data goes as the database keeps it (JSON text), never parsed
-    and encoded again, and its time without Django's per-row conversion: those were most of what a burst of
-    step events cost the server. The interpreter's inputs are not sent: no part of the page shows them (a
-    step's outputs and stdout are its panel's)."""
+    its count; None when none came."""
+    found = event_texts(run_id, after)
+    if not found:
+        return None
+    return ('{"type": "events", "events": [' + ", ".join(text for _, _, text in found) + "]}", found[-1][0],
+            len(found))
+
+
+def event_texts(run_id: int, after: int, limit: int = CHUNK) -> list[tuple[int, str, str]]:
+    """The run's events after `after` (at most `limit`), in id order, each as its id, its kind and its JSON text
+    on one line (`{"id", "kind", "step", "data", "at"}`): the socket's messages and the API's events are made of
+    these. Each event's data goes as the database keeps it (JSON text), never parsed and encoded again, and its
+    time without Django's per-row conversion: those were most of what a burst of step events cost the server.
+    The interpreter's inputs are not sent: no part of the page shows them (a step's outputs and stdout are its
+    panel's)."""
     # The chunk's ids first, its text after: a planner that sorts the run's remaining events would otherwise
     # turn every one of them into text on each read of a long backlog.
     chunk = (RunEvent.objects.filter(run_id=run_id, id__gt=after).exclude(kind=INPUT).order_by("id")
-             .values("id")[:CHUNK])
+             .values("id")[:limit])
     rows = (RunEvent.objects.filter(id__in=chunk).order_by("id")
             .annotate(text=Cast("data", TextField()), at_text=Cast("at", TextField()))
             .values_list("id", "kind", "step", "text", "at_text"))
@@ -47,12 +59,19 @@ def events_frame(run_id: int, after: int) -> tuple[str, int, int] | None:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         found = cursor.fetchall()
-    if not found:
-        return None
     names: dict[str, str] = {}  # kinds and step ids repeat across a burst: each encoded once
-    said = ", ".join(f'{{"id": {i}, "kind": {_name(names, kind)}, "step": {_name(names, step)}, "data": {text}, '
-                     f'"at": "{_iso(at)}"}}' for i, kind, step, text, at in found)
-    return '{"type": "events", "events": [' + said + "]}", found[-1][0], len(found)
+    return [(i, kind, f'{{"id": {i}, "kind": {_name(names, kind)}, "step": {_name(names, step)}, '
+                      f'"data": {_one_line(text)}, "at": "{_iso(at)}"}}') for i, kind, step, text, at in found]
+
+
+def run_ended(run_id: int) -> bool:
+    """Whether the run has ended: read before its events, it says that the events read next include its last."""
+    return Run.objects.filter(pk=run_id, status__in=RunStatus.TERMINAL).exists()
+
+
+def _one_line(text: str) -> str:
+    """JSON text as one line: a line break can only be whitespace between tokens (in a string it is escaped)."""
+    return text.replace("\r", " ").replace("\n", " ") if "\n" in text or "\r" in text else text
 
 
 def _name(names: dict[str, str], value: str) -> str:
