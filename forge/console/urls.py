@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth
 from django.urls import path
 
 from forge.console.views import actions, audit, live, pages, run_panes, runs, workflows
-from forge.console.views import artifacts, decisions, editor_api, editor_pages, kill_switch, replies, spend
+from forge.console.views import artifacts, decisions, editor_api, editor_pages, kill_switch, replies, spend, tokens
 
 app_name = "console"
 
@@ -39,6 +39,7 @@ urlpatterns = [
     path("live/status/", live.live_status, name="live_status"),
     path("killswitch/", kill_switch.kill_switch, name="kill_switch"),
     path("spend/", spend.spend_page, name="spend"),
+    path("tokens/", tokens.tokens_page, name="tokens"),
     path("editor/schema.json", editor_api.schema, name="editor_schema"),
     path("editor/diff", editor_api.diff, name="editor_diff"),
     path("editor/copy", editor_api.copy, name="editor_copy"),
