@@ -9,6 +9,7 @@ from django.contrib.auth.models import Group
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_save
 
 from forge.accounts.acting import acting_person
+from forge.audit import codes
 from forge.audit.services import audit
 
 # What a person's audit event shows of the account, before and after (the password only as "changed").
@@ -53,7 +54,7 @@ def _user_saved(sender, instance, created, update_fields=None, **kwargs) -> None
         return  # a login is no change to the account (and django-axes records it)
     target = f"user:{instance.get_username()}"
     if created:
-        audit("forge.user.created", user=acting_person(), target=target,
+        audit(codes.USER_CREATED, user=acting_person(), target=target,
               detail={field: getattr(instance, field) for field in USER_FIELDS}
               | {"password": "set" if instance.has_usable_password() else "none"})
         return
@@ -64,11 +65,11 @@ def _user_saved(sender, instance, created, update_fields=None, **kwargs) -> None
     if "password" in before and before["password"] != instance.password:
         changed["password"] = "changed"
     if changed:
-        audit("forge.user.changed", user=acting_person(), target=target, detail=changed)
+        audit(codes.USER_CHANGED, user=acting_person(), target=target, detail=changed)
 
 
 def _user_deleted(sender, instance, **kwargs) -> None:
-    audit("forge.user.deleted", user=acting_person(), target=f"user:{instance.get_username()}",
+    audit(codes.USER_DELETED, user=acting_person(), target=f"user:{instance.get_username()}",
           detail={"username": instance.get_username()})
 
 
@@ -80,15 +81,15 @@ def _group_before(sender, instance, **kwargs) -> None:
 def _group_saved(sender, instance, created, **kwargs) -> None:
     before = getattr(instance, "_forge_name_before", None)
     if created:
-        audit("forge.group.created", user=acting_person(), target=f"group:{instance.name}",
+        audit(codes.GROUP_CREATED, user=acting_person(), target=f"group:{instance.name}",
               detail={"name": instance.name})
     elif before is not None and before != instance.name:
-        audit("forge.group.renamed", user=acting_person(), target=f"group:{instance.name}",
+        audit(codes.GROUP_RENAMED, user=acting_person(), target=f"group:{instance.name}",
               detail={"name": [before, instance.name]})
 
 
 def _group_deleted(sender, instance, **kwargs) -> None:
-    audit("forge.group.deleted", user=acting_person(), target=f"group:{instance.name}", detail={"name": instance.name})
+    audit(codes.GROUP_DELETED, user=acting_person(), target=f"group:{instance.name}", detail={"name": instance.name})
 
 
 def _m2m_changed(sender, instance, action, reverse, model, pk_set, **kwargs) -> None:
@@ -110,15 +111,15 @@ def _m2m_changed(sender, instance, action, reverse, model, pk_set, **kwargs) -> 
     if sender is Group.permissions.through:
         groups, permissions = ([instance], related) if not reverse else (related, [instance])
         for group in groups:
-            audit("forge.group.permissions_changed", user=acting_person(), target=f"group:{group.name}",
+            audit(codes.GROUP_PERMISSIONS_CHANGED, user=acting_person(), target=f"group:{group.name}",
                   detail={verb: sorted(_permission(p) for p in permissions)})
         return
     kind = "groups" if sender is users.groups.through else "permissions"
     people, others = ([instance], related) if not reverse else (related, [instance])
     named = sorted(o.name if kind == "groups" else _permission(o) for o in others)
+    code = codes.USER_GROUPS_CHANGED if kind == "groups" else codes.USER_PERMISSIONS_CHANGED
     for person in people:
-        audit(f"forge.user.{kind}_changed", user=acting_person(), target=f"user:{person.get_username()}",
-              detail={verb: named})
+        audit(code, user=acting_person(), target=f"user:{person.get_username()}", detail={verb: named})
 
 
 def _field(sender, instance, reverse) -> str:

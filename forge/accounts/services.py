@@ -8,6 +8,7 @@ from django.db.models import Sum
 
 from forge.accounts.models import LoginFailure
 from forge.accounts.throttle import normal_address, normal_username
+from forge.audit import codes
 from forge.audit.services import audit
 
 LIFT_PERMISSION = "forge_accounts.delete_loginfailure"  # the Admins group holds it (forge/accounts/apps.py)
@@ -47,7 +48,7 @@ def lockout_lift(*, user, username: str | None = None, address: str | None = Non
         if not failures:
             raise LockoutRejected(f"no failed logins are recorded for {' from '.join(what)}")
         rows.delete()
-        audit("forge.login.lockout_lifted", user=user,
+        audit(codes.LOGIN_LOCKOUT_LIFTED, user=user,
               target=f"account:{filters['username']}" if username else f"address:{filters['ip_address']}",
               detail={"account": filters.get("username"), "address": filters.get("ip_address"),
                       "failures": failures})

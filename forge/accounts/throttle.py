@@ -24,6 +24,7 @@ from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
+from forge.audit import codes
 from forge.audit.services import audit
 
 # django.contrib.auth's longest user name; axes' column holds 255, and a longer value would fail the insert.
@@ -151,7 +152,7 @@ def _audit_lockout(request, credentials: dict | None) -> None:
     known = bool(username) and users.objects.filter(**{users.USERNAME_FIELD: username}).exists()
     found = standing_of(request, credentials)
     where = request.axes_ip_address
-    audit("forge.login.locked_out",
+    audit(codes.LOGIN_LOCKED_OUT,
           target=f"account:{username}" if known and found.account_until else f"address:{where}",
           detail={"limits": list(found.limits), "account": username if known else None, "address": where,
                   "account_failures": found.account_failures, "address_failures": found.address_failures,

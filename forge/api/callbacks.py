@@ -29,9 +29,10 @@ from rest_framework.views import APIView
 
 from engine.executors.base import secrets_hidden
 from engine.executors.gateway_result import GatewayResult, Malformed, load_json, read_result
+from forge.audit import codes
 from forge.audit.models import AuditEvent
 from forge.audit.services import audit
-from forge.governance.context import ALLOWED, gateway_names
+from forge.governance.context import gateway_names
 from forge.governance.models import Agent, Gateway
 from forge.runs.models import Run, StepResult
 from forge.runs.pinning import pinned_agent
@@ -79,8 +80,9 @@ def was_dispatched(row: dict, got: GatewayResult) -> bool:
     current = row["dispatch"] or {}
     if current.get("attempt") == got.attempt and current.get("iteration", 0) == got.iteration:
         return True
-    return AuditEvent.objects.filter(run_id=got.run_id, code=ALLOWED, step=got.step, attempt=got.attempt,
-                                     target=f"agent:{row['agent']}", detail__iteration=got.iteration).exists()
+    return AuditEvent.objects.filter(run_id=got.run_id, code=codes.GOVERNANCE_ALLOWED, step=got.step,
+                                     attempt=got.attempt, target=f"agent:{row['agent']}",
+                                     detail__iteration=got.iteration).exists()
 
 
 def sent_to(row: dict, agent: Agent, gateway: Gateway, got: GatewayResult) -> bool:
@@ -148,7 +150,7 @@ class StepCompleteApi(APIView):
         log.warning("gateway %r reported attempt %d (iteration %d) of step %r of run %d, which was never "
                     "dispatched to it; nothing recorded", gateway.name, got.attempt, got.iteration, got.step,
                     got.run_id)
-        audit("forge.step.unknown_attempt_result", run_id=got.run_id, step=got.step, attempt=got.attempt,
+        audit(codes.STEP_UNKNOWN_ATTEMPT_RESULT, run_id=got.run_id, step=got.step, attempt=got.attempt,
               target=f"gateway:{gateway.name}",
               detail={"iteration": got.iteration, "tokens": got.result.tokens, "cost": got.result.cost},
               key=f"unknown:{got.run_id}:{got.step}:{got.attempt}:{got.iteration}")

@@ -15,6 +15,7 @@ from engine.interpreter.state import StepStatus
 from engine.interpreter.triggers import UPSTREAM_FAILED
 from engine.secrets import redact_secrets
 from forge.accounts.roles import can
+from forge.audit import codes
 from forge.audit.models import AuditEvent
 from forge.console.run_view import RunView
 from forge.runs.compiled import run_workflow
@@ -125,7 +126,7 @@ def origin(run: Run) -> Origin:
         return Origin("child", by, run_id=run.parent_id, step=run.parent_step)
     # The audit trail names the run a schedule started (forge/schedules/firing.py), and keeps it after the
     # schedule and its fire records are deleted.
-    dispatched = AuditEvent.objects.filter(run_id=run.pk, code="forge.schedule.dispatched").order_by("id").first()
+    dispatched = AuditEvent.objects.filter(run_id=run.pk, code=codes.SCHEDULE_DISPATCHED).order_by("id").first()
     if dispatched is not None:
         number = dispatched.target.removeprefix("schedule:")
         schedule_id = int(number) if number.isascii() and number.isdigit() else None

@@ -22,11 +22,10 @@ from django.db.models.signals import post_delete, post_save
 
 from engine.governance import context as gc
 from engine.interpreter.commands import Dispatch
+from forge.audit import codes
 from forge.audit.models import AuditEvent
 from forge.governance import reservations
 from forge.governance.models import Agent, AgentGateway, BudgetEnvelope, Gateway, Policy
-
-ALLOWED = "forge.governance.allowed"
 
 
 @dataclass(frozen=True)
@@ -154,7 +153,7 @@ class GovernanceView:
         if agent is not None:
             dispatches = 0
             if agent.rate_limit_per_minute is not None:
-                dispatches = AuditEvent.objects.filter(code=ALLOWED, target=f"agent:{agent.name}",
+                dispatches = AuditEvent.objects.filter(code=codes.GOVERNANCE_ALLOWED, target=f"agent:{agent.name}",
                                                        at__gte=self.now - timedelta(minutes=1)).count()
             spent, reserved = ledger.agents[agent.name] if ledger and agent.name in ledger.agents else (0.0, 0.0)
             agent_info = gc.AgentInfo(

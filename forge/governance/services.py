@@ -18,14 +18,21 @@ from django.db import models, transaction
 from django.db.models import ProtectedError
 
 from engine.secrets import redact_secrets
+from forge.audit import codes
 from forge.audit.services import audit
 from forge.governance import health
 from forge.governance.models import Agent, AgentGateway, BudgetEnvelope, Gateway, Policy
 from forge.workflows.models import StepLibraryEntry
 
-# model -> the noun of its audit codes (forge.<noun>.created|changed|deleted) and targets (<noun>:<name>)
+# model -> the noun of its targets (<noun>:<name>)
 AUDITED = {Agent: "agent", Gateway: "gateway", BudgetEnvelope: "budget", Policy: "policy",
            StepLibraryEntry: "library"}
+# noun -> its audit codes: created, changed, deleted
+CODES = {"agent": (codes.AGENT_CREATED, codes.AGENT_CHANGED, codes.AGENT_DELETED),
+         "gateway": (codes.GATEWAY_CREATED, codes.GATEWAY_CHANGED, codes.GATEWAY_DELETED),
+         "budget": (codes.BUDGET_CREATED, codes.BUDGET_CHANGED, codes.BUDGET_DELETED),
+         "policy": (codes.POLICY_CREATED, codes.POLICY_CHANGED, codes.POLICY_DELETED),
+         "library": (codes.LIBRARY_CREATED, codes.LIBRARY_CHANGED, codes.LIBRARY_DELETED)}
 
 
 def _noun(instance: models.Model) -> str:
@@ -81,7 +88,7 @@ def config_save(*, user, instance: models.Model) -> models.Model:
     with transaction.atomic():
         if adding:
             instance.save()
-            audit(f"forge.{noun}.created", user=user, target=_target(noun, instance),
+            audit(CODES[noun][0], user=user, target=_target(noun, instance),
                   detail={"after": _shown(_fields(instance))})
             return instance
         # The stored row, locked, is what the change is measured from: the form already holds the new values.
@@ -96,7 +103,7 @@ def config_save(*, user, instance: models.Model) -> models.Model:
         instance.save()
         changed = sorted(name for name in after if before.get(name) != after[name])
         if changed:  # saving a form unchanged changes nothing to audit
-            audit(f"forge.{noun}.changed", user=user, target=_target(noun, instance),
+            audit(CODES[noun][1], user=user, target=_target(noun, instance),
                   detail={"before": _shown({name: before.get(name) for name in changed}),
                           "after": _shown({name: after[name] for name in changed})})
     return instance
@@ -118,7 +125,7 @@ def config_delete(*, user, instance: models.Model) -> None:
         except ProtectedError as exc:
             users = ", ".join(sorted(str(row) for row in exc.protected_objects))
             raise ValidationError(f"{target} is still used by {users}; change those first") from None
-        audit(f"forge.{noun}.deleted", user=user, target=target, detail={"before": _shown(before)})
+        audit(CODES[noun][2], user=user, target=target, detail={"before": _shown(before)})
 
 
 def agent_gateways_set(*, user, agent: Agent, gateways: list[Gateway]) -> None:
@@ -143,7 +150,7 @@ def agent_gateways_set(*, user, agent: Agent, gateways: list[Gateway]) -> None:
             route.delete()
         for position, gateway in enumerate(gateways):
             AgentGateway.objects.create(agent=agent, gateway=gateway, position=position)
-        audit("forge.agent.changed", user=user, target=_target("agent", agent),
+        audit(codes.AGENT_CHANGED, user=user, target=_target("agent", agent),
               detail={"before": {"gateways": before}, "after": {"gateways": after}})
 
 
@@ -157,6 +164,6 @@ def gateway_token_issue(*, user, gateway: Gateway) -> str:
         locked = Gateway.objects.select_for_update().get(pk=gateway.pk)
         token = locked.set_token()
         locked.save(update_fields=["token_hash"])
-        audit("forge.gateway.token_issued", user=user, target=_target("gateway", locked), detail={})
+        audit(codes.GATEWAY_TOKEN_ISSUED, user=user, target=_target("gateway", locked), detail={})
     gateway.token_hash = locked.token_hash
     return token

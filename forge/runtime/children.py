@@ -10,6 +10,7 @@ from engine.interpreter import events as ev
 from engine.interpreter.state import RunStatus
 from engine.problems import WorkflowInvalid
 from engine.workflow import MAX_CHILD_DEPTH
+from forge.audit import codes
 from forge.runs.compiled import new_run_workflow
 from forge.runs.creation import RunRefused, create_run, referenced_version
 from forge.runs.models import Run, RunInput
@@ -48,7 +49,7 @@ def start_child(effects: Effects, command: cmd.StartChild) -> None:
     except (WorkflowInvalid, ArgumentsInvalid, RunRefused) as exc:
         return failed(f"{command.workflow}: {exc}")
     effects.log("child", command.step, {"run": child.pk, "workflow": command.workflow, "version": version.number})
-    effects.audit("forge.run.child_started", step=command.step, attempt=command.attempt,
+    effects.audit(codes.RUN_CHILD_STARTED, step=command.step, attempt=command.attempt,
                   detail={"child_run": child.pk})
     effects.on_commit(lambda: queue.enqueue_advance(child.pk))
 

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from engine.executors import StepResult as Result
 from engine.interpreter.state import StepStatus
+from forge.audit import codes
 from forge.audit.services import audit
 from forge.governance import reservations
 from forge.runs.models import Run, RunInput
@@ -64,13 +65,13 @@ def record_completion(run: Run, completion: Completion, *, source: str = "worker
     detail = {"source": source, "ok": c.result.ok, "error_code": c.result.error_code}
     if run.finished:
         spend()
-        audit("forge.step.result_after_end", run_id=run.pk, step=c.step, attempt=c.attempt, detail=detail,
+        audit(codes.STEP_RESULT_AFTER_END, run_id=run.pk, step=c.step, attempt=c.attempt, detail=detail,
               key=f"late:{run.pk}:{key}")
         return Outcome.RUN_ENDED
     current = row["status"] == StepStatus.RUNNING and row["attempt"] == c.attempt and row["iteration"] == c.iteration
     if not current or (c.fence is not None and c.fence != row["fence"]):
         spend()
-        audit("forge.step.stale_result_discarded", run_id=run.pk, step=c.step, attempt=c.attempt,
+        audit(codes.STEP_STALE_RESULT_DISCARDED, run_id=run.pk, step=c.step, attempt=c.attempt,
               detail={**detail, "fence": c.fence, "current_fence": row["fence"], "status": row["status"]},
               key=f"stale:{run.pk}:{key}:{c.fence}")
         return Outcome.STALE

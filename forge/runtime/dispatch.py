@@ -14,8 +14,9 @@ from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
 from engine.interpreter.state import RunState, StepStatus
 from engine.workflow import Workflow
+from forge.audit import codes
 from forge.governance import reservations
-from forge.governance.context import ALLOWED, GovernanceView, gateway_names
+from forge.governance.context import GovernanceView, gateway_names
 from forge.runs.models import RunInput
 from forge.runs.models import StepResult as StepRow
 from forge.runs.pinning import pin_at_dispatch, step_agents
@@ -91,19 +92,19 @@ class Dispatcher:
         r.log("governance", command.step, {"attempt": command.attempt, "estimated_cost": estimated, **detail})
         target = f"agent:{command.agent}"
         if decision.outcome == "block":
-            r.audit("forge.governance.blocked", step=command.step, attempt=command.attempt, target=target,
+            r.audit(codes.GOVERNANCE_BLOCKED, step=command.step, attempt=command.attempt, target=target,
                     detail=detail)
             r.feed_next(ev.DispatchBlocked(command.step, command.attempt, decision.gate, decision.code,
                                                   decision.retryable, decision.message, at=r.at))
             return
         if decision.outcome == "hold":
-            r.audit("forge.governance.held", step=command.step, attempt=command.attempt, target=target,
+            r.audit(codes.GOVERNANCE_HELD, step=command.step, attempt=command.attempt, target=target,
                     detail=detail)
             r.feed_next(ev.DispatchHeld(command.step, command.attempt, decision.gate, decision.message,
                                                at=r.at))
             return
         # the iteration makes this row the record a gateway's callback is checked against (forge/api/callbacks.py)
-        r.audit(ALLOWED, step=command.step, attempt=command.attempt, target=target,
+        r.audit(codes.GOVERNANCE_ALLOWED, step=command.step, attempt=command.attempt, target=target,
                 detail={"iteration": command.iteration})
         view.running[command.agent] += 1
         view.dispatched[command.agent] += 1

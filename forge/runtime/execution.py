@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from engine.executors import StepRequest
 from engine.interpreter.state import StepStatus
+from forge.audit import codes
 from forge.audit.services import audit
 from forge.runs import artifacts
 from forge.runs.compiled import run_workflow
@@ -91,7 +92,7 @@ def _take_over(run: Run, row: dict, step: str, attempt: int, resume: bool) -> bo
     counted = crashed and recovery.count_crash(run, *recovery.lease_window(lease))
     run.fences += 1
     store.update(Run, recovery.crash_fields(run, "fences"), id=run.pk)
-    audit("forge.step.resumed", run_id=run.pk, step=step, attempt=attempt,
+    audit(codes.STEP_RESUMED, run_id=run.pk, step=step, attempt=attempt,
           key=f"resume:{run.pk}:{step}:{attempt}:{row['fence']}",
           detail={"previous_owner": previous, "owner": leases.worker(), "crashed": crashed,
                   "restart_count": run.restart_count})

@@ -34,6 +34,7 @@ from engine.executors import StepResult
 from engine.executors.httpcall import Reply, post_json
 from engine.interpreter.state import StepStatus
 from forge import live
+from forge.audit import codes
 from forge.audit.models import AuditEvent
 from forge.governance import health
 from forge.governance.models import Gateway
@@ -196,7 +197,7 @@ def tell_if_ended(claim, gateway: str) -> bool:
             and (row["attempt"], row["iteration"]) == (claim.attempt, claim.iteration):
         return False  # still running: taken over, or this cluster stops
     cancelled = (AuditEvent.objects.filter(run_id=claim.run_id, step=claim.step, attempt=claim.attempt,
-                                           code="forge.step.cancelled").values_list("detail", flat=True).last())
+                                           code=codes.STEP_CANCELLED).values_list("detail", flat=True).last())
     reason = (cancelled or {}).get("reason") if isinstance(cancelled, dict) else None
     if not reason and row is not None and row["attempt"] == claim.attempt:
         reason = row["error_code"]

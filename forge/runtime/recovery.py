@@ -28,6 +28,7 @@ from django.utils import timezone
 from engine.executors import StepResult as Result
 from engine.interpreter import events as ev
 from engine.interpreter.state import RunStatus, StepStatus
+from forge.audit import codes
 from forge.audit.services import audit
 from forge.governance.models import TokenEvent
 from forge.runs.models import Run, RunInput, StepResult
@@ -135,7 +136,8 @@ def crash_fields(run: Run, *names: str) -> dict:
 def resumed(run: Run, *, by: str, step: str = "", attempt: int | None = None, **detail) -> bool:
     """Audit a crash just counted in `run.restart_count` (the caller holds the run's lock). Past
     FORGE_MAX_RESTARTS the run fails for good (crash_loop), and False says it must not go on."""
-    audit("forge.run.resumed", run_id=run.pk, step=step, attempt=attempt, key=f"restart:{run.pk}:{run.restart_count}",
+    audit(codes.RUN_RESUMED, run_id=run.pk, step=step, attempt=attempt,
+          key=f"restart:{run.pk}:{run.restart_count}",
           detail={"restart_count": run.restart_count, "by": by, **detail})
     if run.restart_count > settings.FORGE_MAX_RESTARTS:
         fail_crash_loop(run)

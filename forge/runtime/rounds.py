@@ -18,7 +18,9 @@ from django.utils import timezone
 from engine.interpreter import commands as cmd
 from engine.interpreter import events as ev
 from engine.interpreter.events import EventRejected
+from engine.interpreter.state import RunStatus
 from forge import live
+from forge.audit import codes
 from forge.audit.services import SYSTEM
 from forge.runs.models import Approval, Checkpoint, Run, RunEvent, RunInput, StepResult
 from forge.runs.times import to_datetime
@@ -141,11 +143,11 @@ class Round:
             effects.log("rejected", step, {"event": said, "reason": str(exc)})
             if isinstance(event, ev.ApprovalDecided):
                 # A timeout or a halt ended the approval first; its row says so (written from the interpreter).
-                effects.audit("forge.approval.decision_too_late", step=step, actor=_decider(event),
+                effects.audit(codes.APPROVAL_DECISION_TOO_LATE, step=step, actor=_decider(event),
                               detail={"decision": event.decision, "reason": str(exc)})
             elif isinstance(event, ev.ReplyGiven):
                 # A timeout, a cancel or a halt ended the request first: the person is told the reply came too late.
-                effects.audit("forge.approval.reply_too_late", step=step, actor=_decider(event),
+                effects.audit(codes.APPROVAL_REPLY_TOO_LATE, step=step, actor=_decider(event),
                               detail={**reply_detail(event.text), "reason": str(exc)})
             return
         self.fed += 1
@@ -186,13 +188,13 @@ class Round:
             detail = {"kind": command.kind, "iteration": row.iteration}
         effects.request_approval(row)
         effects.log("approval", command.step, data)
-        effects.audit("forge.approval.requested", step=command.step, attempt=attempt, detail=detail)
+        effects.audit(codes.APPROVAL_REQUESTED, step=command.step, attempt=attempt, detail=detail)
 
     def _audit_decided(self, event: ev.ApprovalDecided) -> None:
         """What the run made of a person's decision, in their name (the request was audited when made)."""
         record = next(a for a in reversed(self.interpreter.state.approvals)
                       if a["step"] == event.step and a["decision"] == event.decision and a["status"] != "pending")
-        self.effects.audit(f"forge.approval.{DECIDED[event.decision]}", step=event.step, attempt=record["attempt"],
+        self.effects.audit(DECIDED[event.decision], step=event.step, attempt=record["attempt"],
                            actor=_decider(event),
                            detail={"kind": record["kind"], "decision": event.decision, "comment": event.comment or ""})
 
@@ -200,7 +202,7 @@ class Round:
         """The reply the run took, in the name of who gave it: its length and digest, never its text."""
         record = next(a for a in reversed(self.interpreter.state.approvals)
                       if a["step"] == event.step and a["kind"] == Approval.REPLY and a["status"] == Approval.ANSWERED)
-        self.effects.audit("forge.approval.answered", step=event.step, attempt=record["attempt"],
+        self.effects.audit(codes.APPROVAL_ANSWERED, step=event.step, attempt=record["attempt"],
                            actor=_decider(event),
                            detail={"kind": Approval.REPLY, "iteration": record.get("iteration"),
                                    **reply_detail(event.text)})
@@ -220,7 +222,7 @@ class Round:
         effects.drop_inline(command.step)
         gateways.cancel_taken(effects, command)  # before the row's lease is revoked: a gateway that took it is told
         self.dispatcher.release(command)
-        effects.audit("forge.step.cancelled", step=command.step, attempt=command.attempt,
+        effects.audit(codes.STEP_CANCELLED, step=command.step, attempt=command.attempt,
                       detail={"reason": command.reason})
 
     def _finish_run(self, command: cmd.FinishRun) -> None:
@@ -228,7 +230,7 @@ class Round:
         run.status, run.error, run.error_code = command.status, command.error, command.error_code
         run.finished_at = self.now
         effects.log("run", "", {"status": command.status, "error": command.error, "error_code": command.error_code})
-        effects.audit(f"forge.run.{command.status}",
+        effects.audit(FINISHED[command.status],
                       detail={"error": command.error, "error_code": command.error_code})
         if run.parent_id is not None:
             children.report_to_parent(effects, self.interpreter.state.variables)
@@ -255,7 +257,7 @@ class Round:
         writes += [self._step_write(state, step, extra) for step, extra in effects.step_fields.items()]
         if run.started_at is None and state.started_at is not None:
             run.started_at = to_datetime(state.started_at)
-            effects.audit("forge.run.running")
+            effects.audit(codes.RUN_RUNNING)
         step_events.add_sentences(self.workflow, state, effects.events)
         writes += store.inserting(effects.events) + store.inserting(effects.audits)
         if not run.finished:
@@ -329,9 +331,13 @@ class Round:
             Checkpoint.objects.filter(pk__in=stale).delete()
 
 
-# The audit code of each decision once the run has taken it (forge.approval.<code>).
-DECIDED = {"approve": "approved", "reject": "rejected", "retry": "escalation_retry", "skip": "escalation_skip",
-           "abort": "escalation_abort"}
+# The audit code of each decision once the run has taken it.
+DECIDED = {"approve": codes.APPROVAL_APPROVED, "reject": codes.APPROVAL_REJECTED,
+           "retry": codes.APPROVAL_ESCALATION_RETRY, "skip": codes.APPROVAL_ESCALATION_SKIP,
+           "abort": codes.APPROVAL_ESCALATION_ABORT}
+# The audit code of each way a run ends.
+FINISHED = {RunStatus.COMPLETED: codes.RUN_COMPLETED, RunStatus.FAILED: codes.RUN_FAILED,
+            RunStatus.CANCELLED: codes.RUN_CANCELLED}
 
 
 def _reply_text(state, record: dict) -> str:

@@ -18,6 +18,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from forge.audit import codes
 from forge.audit.services import audit
 from forge.runs import services as runs
 from forge.runs.models import Run
@@ -162,8 +163,8 @@ def _record(schedule: Schedule, fire: ScheduleFire, now: datetime, refusal: Refu
     schedule.last_dispatch_status, schedule.last_dispatch_at, schedule.last_dispatch_detail = status, now, message
     if run is not None:
         schedule.last_run = run
-    code = {Dispatch.DISPATCHED: "forge.schedule.dispatched", Dispatch.QUEUED: "forge.schedule.queued"}.get(
-        status, "forge.schedule.refused")
+    code = {Dispatch.DISPATCHED: codes.SCHEDULE_DISPATCHED, Dispatch.QUEUED: codes.SCHEDULE_QUEUED}.get(
+        status, codes.SCHEDULE_REFUSED)
     audit(code, run_id=run.pk if run else None, target=f"schedule:{schedule.pk}",
           detail={"status": status, "message": message, "workflow": schedule.workflow.name,
                   "due_at": fire.due_at.isoformat()})

@@ -14,6 +14,7 @@ from django.utils import timezone as django_timezone
 from engine.arguments import ArgumentsInvalid, resolve_args
 from engine.problems import WorkflowInvalid
 from forge.accounts.roles import can
+from forge.audit import codes
 from forge.audit.services import audit
 from forge.runs.compiled import new_run_workflow
 from forge.runs.creation import RunRefused, check_args_size
@@ -131,7 +132,7 @@ def schedule_add(*, user, workflow: Workflow | str, cron: str, timezone: str = "
             workflow=workflow, cron=cron.strip(), timezone=timezone, args=kept, overlap=overlap, enabled=enabled,
             require_approval=bool(require_approval), approvers=groups, owner=user,
             next_fire_at=next_fire(cron, timezone, now) if enabled else None, created_at=now, updated_at=now)
-        audit("forge.schedule.added", user=user, target=_target(schedule),
+        audit(codes.SCHEDULE_ADDED, user=user, target=_target(schedule),
               detail={**_settings(schedule), "next_fire_at": _iso(schedule.next_fire_at)})
     return schedule
 
@@ -171,7 +172,7 @@ def schedule_update(*, user, schedule: Schedule, workflow: Workflow | str | None
             _drop_queued(locked, "the schedule was changed before its queued run could start")
         locked.save()
         if changed:
-            audit("forge.schedule.changed", user=user, target=_target(locked),
+            audit(codes.SCHEDULE_CHANGED, user=user, target=_target(locked),
                   detail={"before": {n: before[n] for n in changed}, "after": {n: after[n] for n in changed}})
     return locked
 
@@ -187,7 +188,7 @@ def schedule_pause(*, user, schedule: Schedule, now: datetime | None = None) -> 
         _drop_queued(locked, "the schedule was paused before its queued run could start")
         locked.enabled, locked.next_fire_at, locked.updated_at = False, None, now
         locked.save(update_fields=["enabled", "next_fire_at", "queued_due_at", "updated_at"])
-        audit("forge.schedule.paused", user=user, target=_target(locked), detail={"workflow": locked.workflow.name})
+        audit(codes.SCHEDULE_PAUSED, user=user, target=_target(locked), detail={"workflow": locked.workflow.name})
     return locked
 
 
@@ -202,7 +203,7 @@ def schedule_resume(*, user, schedule: Schedule, now: datetime | None = None) ->
         locked.enabled, locked.updated_at = True, now
         locked.next_fire_at = _next(locked, now)
         locked.save(update_fields=["enabled", "next_fire_at", "updated_at"])
-        audit("forge.schedule.resumed", user=user, target=_target(locked),
+        audit(codes.SCHEDULE_RESUMED, user=user, target=_target(locked),
               detail={"workflow": locked.workflow.name, "next_fire_at": _iso(locked.next_fire_at)})
     return locked
 
@@ -215,7 +216,7 @@ def schedule_delete(*, user, schedule: Schedule) -> None:
         before = _settings(locked)
         target = _target(locked)
         locked.delete()
-        audit("forge.schedule.deleted", user=user, target=target, detail={"before": before})
+        audit(codes.SCHEDULE_DELETED, user=user, target=target, detail={"before": before})
 
 
 def kill_switch_set(*, user, engaged: bool, reason: str = "", now: datetime | None = None) -> KillSwitch:
@@ -237,7 +238,7 @@ def kill_switch_set(*, user, engaged: bool, reason: str = "", now: datetime | No
             for schedule in Schedule.objects.select_for_update().filter(enabled=True).order_by("pk"):
                 schedule.next_fire_at = _next(schedule, now)
                 schedule.save(update_fields=["next_fire_at"])
-        audit(f"forge.killswitch.{'engaged' if engaged else 'lifted'}", user=user, target="killswitch",
+        audit(codes.KILLSWITCH_ENGAGED if engaged else codes.KILLSWITCH_LIFTED, user=user, target="killswitch",
               detail={"reason": reason})
     return switch
 

@@ -18,6 +18,7 @@ from engine.expressions import RESERVED_ROOTS
 from engine.expressions.nodes import FUNCTIONS
 from engine.validation import UNTIL_LOCALS, Report
 from engine.yamlload import Loaded
+from forge.audit import codes
 from forge.audit.services import audit
 from forge.governance.models import Agent
 from forge.request_guard import IN_VALUE
@@ -130,7 +131,7 @@ def draft_open(user, workflow: Workflow) -> Draft:
                     user=user, workflow=workflow,
                     defaults={"base_version": latest, "text": latest.source if latest else ""})
                 if created:  # as draft_new's and draft_discard's: the trail shows each draft begin and end
-                    audit("forge.draft.created", user=user, target=placements.draft_target(draft),
+                    audit(codes.DRAFT_CREATED, user=user, target=placements.draft_target(draft),
                           detail={"draft": draft.pk, "base_version": latest.number if latest else None})
                 return draft
         except IntegrityError:
@@ -152,7 +153,7 @@ def draft_new(user, text: str) -> Draft:
                               f"open one and discard it (Discard draft) before starting another; your oldest is at "
                               f"{reverse('console:editor_new', args=[oldest.pk])}", 409)
         draft = Draft.objects.create(user=user, text=text)
-        audit("forge.draft.created", user=user, target=f"draft:{draft.pk}", detail={"bytes": len(text.encode())})
+        audit(codes.DRAFT_CREATED, user=user, target=f"draft:{draft.pk}", detail={"bytes": len(text.encode())})
     return draft
 
 
@@ -175,7 +176,7 @@ def draft_discard(user, draft: Draft) -> None:
     with transaction.atomic():
         if not Draft.objects.filter(pk=draft.pk, user=user).delete()[0]:
             raise EditRefused("not_found", "you have no draft with this id", 404)
-        audit("forge.draft.discarded", user=user, target=placements.draft_target(draft),
+        audit(codes.DRAFT_DISCARDED, user=user, target=placements.draft_target(draft),
               detail={"draft": draft.pk, "base_version": draft.base_version.number if draft.base_version else None})
 
 

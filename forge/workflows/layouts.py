@@ -10,6 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 
 from forge.accounts.roles import can
+from forge.audit import codes
 from forge.audit.services import audit
 from forge.runs.compiled import new_run_workflow
 from forge.workflows.models import GraphLayout, StepPlacement, WorkflowVersion
@@ -56,7 +57,7 @@ def layout_save(*, user, content_hash: str, positions: Any) -> bool:
         with transaction.atomic():
             GraphLayout.objects.create(content_hash=content_hash, positions=kept)
             # The console keeps the layout, not the person whose page drew it first: the system's act.
-            audit("forge.layout.saved", target=f"workflow:{version.workflow.name}",
+            audit(codes.LAYOUT_SAVED, target=f"workflow:{version.workflow.name}",
                   detail={"content_hash": content_hash, "steps": len(kept)})
     except IntegrityError:
         return False  # another page kept one first: the first layout stays

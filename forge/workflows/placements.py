@@ -16,6 +16,7 @@ from django.utils import timezone
 from engine.validation import STEP_ID
 from engine.yamlload import YamlLoadError, load
 from forge.accounts.roles import can
+from forge.audit import codes
 from forge.audit.services import audit
 from forge.workflows import layouts
 from forge.workflows.layouts import LIMIT, _coordinate as coordinate
@@ -78,7 +79,7 @@ def placements_set(user, draft: Draft, positions: Any) -> int:
             _draft_merge(draft, kept)
         else:
             _rows(user, draft.workflow, kept)
-        audit("forge.layout.placed", user=user, target=draft_target(draft), detail={"steps": sorted(kept)[:100],
+        audit(codes.LAYOUT_PLACED, user=user, target=draft_target(draft), detail={"steps": sorted(kept)[:100],
                                                                                "count": len(kept)})
     return len(kept)
 
@@ -98,7 +99,7 @@ def placement_copy(user, draft: Draft, old: str, new: str) -> bool:
             if row is None:
                 return False
             _rows(user, draft.workflow, {new: {"x": row.x, "y": row.y}})
-        audit("forge.layout.placed", user=user, target=draft_target(draft), detail={"steps": [new], "count": 1,
+        audit(codes.LAYOUT_PLACED, user=user, target=draft_target(draft), detail={"steps": [new], "count": 1,
                                                                                "renamed": {old: new}})
     return True
 

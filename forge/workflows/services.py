@@ -9,6 +9,7 @@ from engine.problems import Problem
 from engine.validation import Report, validate_source
 from engine.yamlload import Loaded
 from forge.accounts.roles import can
+from forge.audit import codes
 from forge.audit.services import audit
 from forge.governance.models import Agent
 from forge.workflows.models import StepLibraryEntry, Workflow, WorkflowVersion, content_hash
@@ -91,7 +92,7 @@ def version_append(*, user, workflow: Workflow, source: str, description: str, m
     if description and workflow.description != description:
         workflow.description = description
         workflow.save(update_fields=["description"])
-    audit("forge.workflow.created" if created else "forge.workflow.version_saved", user=user,
+    audit(codes.WORKFLOW_CREATED if created else codes.WORKFLOW_VERSION_SAVED, user=user,
           target=f"workflow:{workflow.name}",
           detail={"version": version.number, "before": latest.content_hash if latest else None,
                   "after": version.content_hash, "message": message})
