@@ -14,6 +14,7 @@ from engine.interpreter.loops import reply_problem
 from engine.interpreter.restart import restart_state
 from engine.problems import WorkflowInvalid
 from forge.accounts.roles import can
+from forge.audit import codes
 from forge.audit.services import actor_of, audit
 from forge.errors import Stale
 from forge.runs.compiled import new_run_workflow, run_workflow
@@ -65,7 +66,7 @@ def run_start(*, user, version: WorkflowVersion, args: dict[str, Any] | None = N
                              context_trust=context_trust, hold=hold)
         except RunRefused as exc:
             raise ServiceError(str(exc)) from None
-        audit("forge.run.started", user=user, run_id=run.pk,
+        audit(codes.RUN_STARTED, user=user, run_id=run.pk,
               detail={"workflow": version.workflow.name, "version": version.number, "args": resolved})
         transaction.on_commit(lambda: enqueue_advance(run.pk))
     return run
@@ -83,7 +84,7 @@ def run_cancel(*, user, run: Run, reason: str = "") -> Run:
             "event": event.to_json(), "due_at": now, "created_at": now})
         if not created:
             raise ServiceError(f"run {run.pk} is already being cancelled")
-        audit("forge.run.cancel_requested", user=user, run_id=run.pk, detail={"reason": reason})
+        audit(codes.RUN_CANCEL_REQUESTED, user=user, run_id=run.pk, detail={"reason": reason})
         transaction.on_commit(lambda: enqueue_advance(run.pk))
     return run
 
@@ -110,7 +111,7 @@ def run_restart(*, user, run: Run, step: str, plan: str | None = None) -> Run:
                              prepare=lambda run_id: restart_state(workflow, previous, step, run_id=run_id))
         except RunRefused as exc:
             raise ServiceError(str(exc)) from None
-        audit("forge.run.restarted", user=user, run_id=new.pk, step=step,
+        audit(codes.RUN_RESTARTED, user=user, run_id=new.pk, step=step,
               detail={"from_run": run.pk, "from_step": step})
         transaction.on_commit(lambda: enqueue_advance(new.pk))
     return new
@@ -169,7 +170,7 @@ def _request_decision(user, approval: Approval, decision: str, comment: str, now
     if not created:
         raise ServiceError(f"this {approval.kind} has already been decided; the run is recording it")
     # Only asked here: the round audits what the run made of it (forge.runtime.rounds.DECIDED).
-    audit("forge.approval.decision_requested", user=user, run_id=approval.run_id, step=approval.step,
+    audit(codes.APPROVAL_DECISION_REQUESTED, user=user, run_id=approval.run_id, step=approval.step,
           attempt=approval.attempt, detail={"kind": approval.kind, "decision": decision, "comment": comment})
     transaction.on_commit(lambda: enqueue_advance(approval.run_id))
 
@@ -221,7 +222,7 @@ def _request_reply(user, approval: Approval, text: str, now) -> None:
     if not created:
         raise ServiceError("this reply request has already been answered; the run is recording that answer")
     # Only asked here: the round audits the answer the run took (forge.approval.answered).
-    audit("forge.approval.reply_requested", user=user, run_id=approval.run_id, step=approval.step,
+    audit(codes.APPROVAL_REPLY_REQUESTED, user=user, run_id=approval.run_id, step=approval.step,
           attempt=approval.attempt, detail={"kind": Approval.REPLY, "iteration": approval.iteration,
                                             **reply_detail(text)})
     transaction.on_commit(lambda: enqueue_advance(approval.run_id))
