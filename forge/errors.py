@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
+
 from engine.terminal import EXIT_INVALID
 
 EXIT_REFUSED = 4  # not signed in, not allowed, or the token lacks the scope
@@ -41,8 +43,9 @@ class Unauthenticated(ForgeError):
     """No credentials, or a token that is unknown, expired or revoked."""
 
 
-class Forbidden(ForgeError):
-    """The person's groups do not allow it."""
+class Forbidden(ForgeError, PermissionDenied):
+    """The person's groups do not allow it. Also Django's PermissionDenied, so a console page refusing with it
+    answers Django's 403 page (forge/urls.py handler403) and the admin's checks see it as theirs."""
 
 
 class ScopeMissing(Forbidden):
