@@ -37,6 +37,10 @@ class KindField(forms.Field):
     kind = ""
     empty: Any = None
 
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)  # a filter not given filters nothing
+        super().__init__(**kwargs)
+
     def takes(self) -> dict[str, Any]:
         """The kind's bounds, as the tests that walk every filter read them."""
         return {}

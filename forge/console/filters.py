@@ -34,16 +34,16 @@ class Filters:
             return field.empty
 
     def text(self, name: str, *, limit: int) -> str:
-        return self._take(name, TextField(limit=limit, required=False))
+        return self._take(name, TextField(limit=limit))
 
     def choice(self, name: str, options, *, default: str = "") -> str:
-        return self._take(name, OptionField(options=options, default=default, required=False))
+        return self._take(name, OptionField(options=options, default=default))
 
     def number(self, name: str) -> int | None:
-        return self._take(name, NumberField(required=False))
+        return self._take(name, NumberField())
 
     def day(self, name: str, *, end: bool = False) -> datetime | None:
-        return self._take(name, DayField(end=end, required=False))
+        return self._take(name, DayField(end=end))
 
     def month(self, name: str, *, end: bool = False) -> datetime | None:
-        return self._take(name, MonthField(end=end, required=False))
+        return self._take(name, MonthField(end=end))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.db.models import QuerySet
 
 from engine.interpreter.state import RunStatus, StepStatus
 from engine.report import RunOutcome, report
@@ -104,7 +105,13 @@ def approvals_for_user(user) -> list[Approval]:
     return [approval for approval in pending if may_decide(user, approval) is None]
 
 
-def runs_for_user(user):
+def approvals_queryset_for_user(user) -> QuerySet[Approval]:
+    """`approvals_for_user` as a queryset a list can page and filter (one query more: which rows is decided in
+    Python, as above)."""
+    return Approval.objects.filter(pk__in=[approval.pk for approval in approvals_for_user(user)])
+
+
+def runs_for_user(user) -> QuerySet[Run]:
     """The runs `user` may see: every run for a member of a group (Operators, Approvers, Admins), none for
     anyone else. The one access check of the console's pages and live streams."""
     if not can(user, "run.view"):

@@ -7,6 +7,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from engine.interpreter.state import RunStatus
+from forge.accounts.roles import can
 from forge.runs.models import Run
 from forge.schedules.models import KillSwitch, Schedule, ScheduleFire
 
@@ -17,6 +18,14 @@ def kill_switch() -> KillSwitch:
     """The kill switch (off until someone first sets it: its row is written then)."""
     return KillSwitch.objects.filter(pk=KillSwitch.ONLY).select_related("changed_by").first() \
         or KillSwitch(pk=KillSwitch.ONLY)
+
+
+def schedules_for_user(user) -> QuerySet[Schedule]:
+    """The schedules `user` may see: every one for a member of a group (who sees them on the workflows' pages),
+    none for anyone else."""
+    if not can(user, "run.view"):
+        return Schedule.objects.none()
+    return Schedule.objects.all()
 
 
 def runs_in_flight(schedule: Schedule) -> QuerySet[Run]:
