@@ -62,7 +62,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request) -> str:
         # Naming a scheme makes DRF answer a refused authentication 401 (with WWW-Authenticate), not 403.
-        return f'{KEYWORD} realm="api"'
+        return f'{KEYWORD} realm="forge"'
 
 
 def user_for_bearer(request):
