@@ -247,12 +247,36 @@ LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
 
+# The API (/api/v1, docs/design/api.md): requests per client (a token, a person's session, else an address) in
+# each fixed window; a JSON body's largest size (413 beyond) and deepest nesting (400 beyond).
+FORGE_API_RATE_LIMIT = env_int("FORGE_API_RATE_LIMIT", 600, minimum=1)
+FORGE_API_RATE_WINDOW_S = env_int("FORGE_API_RATE_WINDOW_S", 60, minimum=1)
+FORGE_API_MAX_BODY_BYTES = env_int("FORGE_API_MAX_BODY_BYTES", 2 * 1_048_576, minimum=1024)
+FORGE_API_MAX_JSON_DEPTH = env_int("FORGE_API_MAX_JSON_DEPTH", 32, minimum=2)
+
+# Bearer tokens (forge/api/auth.py) join the list before sessions once that module is in the tree.
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": ["forge.api.parsers.StrictJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PAGINATION_CLASS": "forge.api.pagination.CursorPagination",
+    "DEFAULT_THROTTLE_CLASSES": [],  # ApiView's own (forge/api/throttles.py): gateways' callbacks are not limited
+    "EXCEPTION_HANDLER": "forge.api.problems.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "forge.api.schema.ForgeAutoSchema",
 }
-SPECTACULAR_SETTINGS = {"TITLE": "Forge API", "VERSION": "1", "SERVE_INCLUDE_SCHEMA": False}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Forge API",
+    "DESCRIPTION": "Start, watch and decide runs, and manage workflows, schedules and governance (docs/api.md).",
+    "VERSION": "1",
+    "OAS_VERSION": "3.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",  # served from static: no CDN
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -1,9 +1,13 @@
-from django.urls import include, path
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from forge.api import callbacks
+from forge.api.problems import not_found
 
 urlpatterns = [
     path("steps/complete", callbacks.StepCompleteApi.as_view(), name="step-complete"),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("forge.api.views.me")),
     path("", include("forge.api.views.tokens")),
     path("", include("forge.api.views.workflows")),
@@ -13,4 +17,5 @@ urlpatterns = [
     path("", include("forge.api.views.schedules")),
     path("", include("forge.api.views.governance")),
     path("", include("forge.api.views.audit")),
+    re_path(r"", not_found),  # last: any other /api/v1/ path is a 404 problem, not the console's page
 ]

@@ -1,0 +1,116 @@
+"""Idempotent writes (docs/design/api.md, section 5; the IETF Idempotency-Key draft).
+
+A POST, PUT, PATCH or DELETE may carry `Idempotency-Key` (1 to 255 printable ASCII characters). Keys are the
+owner's (`token:<id>`, or `user:<id>` for a session). The first request with a key inserts its row, status null,
+in a transaction of its own that commits before the operation runs, so a second request with the key, even one
+racing it, finds the row: while the first runs, it is a 409 problem; once the first's answer is stored, the same
+request (method, path and body) gets that answer again with `Idempotent-Replayed: true`, and another request a 422
+problem. The operation's own transaction commits before the answer is stored; a request that died between the
+two leaves a row without status, met as 409 until it is 24 hours old. Older keys are ignored and pruned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.core.exceptions import RequestDataTooBig
+from django.db import IntegrityError, transaction
+from django.http import HttpResponse
+from django.utils import timezone
+
+from forge.api.models import IdempotencyKey
+from forge.errors import BadRequest, Conflict, Invalid, TooLarge
+
+HEADER = "Idempotency-Key"
+REPLAYED = "Idempotent-Replayed"
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+KEPT = timedelta(hours=24)
+MAX_KEY = 255
+STORED_HEADERS = ("Content-Type", "Location", "ETag")
+
+
+@dataclass
+class Claim:
+    """The request's hold on its key: `replay` is the stored answer when it has one, else the request runs and
+    its answer is stored (or, if it never gets one, the key let go)."""
+
+    pk: int
+    replay: HttpResponse | None = None
+
+    def store(self, response: HttpResponse) -> None:
+        if response.status_code >= 500:  # the server could not answer: a retry may be taken again
+            self.abandon()
+            return
+        headers = {name: response[name] for name in STORED_HEADERS if response.has_header(name)}
+        IdempotencyKey.objects.filter(pk=self.pk).update(
+            status=response.status_code, headers=headers, body=bytes(response.content))
+
+    def abandon(self) -> None:
+        IdempotencyKey.objects.filter(pk=self.pk, status=None).delete()
+
+
+def owner_of(request) -> str | None:
+    user = getattr(request, "user", None)
+    token = getattr(user, "forge_token", None)
+    if token is not None:
+        return f"token:{token.pk}"
+    if user is not None and user.is_authenticated:
+        return f"user:{user.pk}"
+    return None
+
+
+def read_key(request) -> str | None:
+    """The request's key, None without one; a key that is empty, too long or not printable ASCII is refused."""
+    raw = request.META.get("HTTP_IDEMPOTENCY_KEY")
+    if raw is None:
+        return None
+    if not 1 <= len(raw) <= MAX_KEY or not all(" " <= ch <= "~" for ch in raw):
+        raise BadRequest(f"{HEADER} must be 1 to {MAX_KEY} printable ASCII characters.", code="bad_idempotency_key",
+                         errors={HEADER: [f"1 to {MAX_KEY} printable ASCII characters."]})
+    return raw
+
+
+def fingerprint(request) -> str:
+    """SHA-256 of the request's method, path with its query and body."""
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise TooLarge("The body is too large.", code="body_too_large") from None
+    digest = hashlib.sha256()
+    for part in (request.method.encode(), request.get_full_path().encode("utf-8", "surrogateescape"), body):
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()
+
+
+def claim(request) -> Claim | None:
+    """The hold on the request's key (None for a read, a request without a key, or one without an owner)."""
+    if request.method not in WRITES:
+        return None
+    key = read_key(request)
+    owner = owner_of(request)
+    if key is None or owner is None:
+        return None
+    printed = fingerprint(request)
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            IdempotencyKey.objects.filter(created_at__lt=now - KEPT).delete()
+            row = IdempotencyKey.objects.create(owner=owner, key=key, fingerprint=printed, created_at=now)
+        return Claim(row.pk)
+    except IntegrityError:
+        pass  # the key is taken: read what the first request left
+    row = IdempotencyKey.objects.filter(owner=owner, key=key).first()
+    if row is not None and row.fingerprint != printed:
+        raise Invalid(f"This {HEADER} was used for another request; a new request needs a new key.",
+                      code="idempotency_key_reused")
+    if row is None or row.status is None:  # still running (or let go this instant: retrying is right either way)
+        raise Conflict(f"A request with this {HEADER} is still being handled; try again when it has been answered.",
+                       code="idempotency_key_in_flight")
+    replay = HttpResponse(bytes(row.body), status=row.status)
+    for name, value in row.headers.items():
+        replay[name] = value
+    replay[REPLAYED] = "true"
+    return Claim(row.pk, replay=replay)

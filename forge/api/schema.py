@@ -1,0 +1,118 @@
+"""The OpenAPI document's reading of ApiView (drf-spectacular): `Input` is the request body, `Output` the answer
+(a cursor page of it when the view is `paged`), every operation lists the problems it may answer, writes take an
+`Idempotency-Key`, and each operation is named after its view (`RunStartApi` is `run_start`)."""
+
+from __future__ import annotations
+
+import re
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, inline_serializer
+from rest_framework import serializers
+
+from forge.api.idempotency import HEADER, MAX_KEY, WRITES
+from forge.api.pagination import DEFAULT_LIMIT, MAX_LIMIT
+from forge.api.problems import PROBLEM_JSON
+
+READ_PROBLEMS = (400, 401, 403, 404, 429)
+WRITE_PROBLEMS = READ_PROBLEMS + (409, 413, 415, 422)
+
+
+class ProblemSerializer(serializers.Serializer):
+    """An RFC 9457 problem: `type` is stable per kind of refusal (docs/api.md lists them)."""
+
+    type = serializers.URLField()
+    title = serializers.CharField()
+    status = serializers.IntegerField()
+    detail = serializers.CharField()
+    code = serializers.CharField(required=False, help_text="a finer reason, for programs")
+    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False,
+                                   help_text="the sentences about each field of the request, by its path")
+
+    class Meta:
+        ref_name = "Problem"
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class ForgeAutoSchema(AutoSchema):
+    def _forge_view(self) -> bool:
+        from forge.api.base import ApiView  # the base imports the pieces this module reads
+
+        return isinstance(self.view, ApiView)
+
+    def get_operation_id(self) -> str:
+        if not self._forge_view():
+            return super().get_operation_id()
+        return _snake(type(self.view).__name__.removesuffix("Api"))
+
+    def get_serializer_name(self, serializer, direction) -> str:
+        """A nested `RunStartApi.Input` is the component `RunStartInput` (every view's is called Input)."""
+        qualname = type(serializer).__qualname__
+        if "." not in qualname or "<locals>" in qualname:
+            return super().get_serializer_name(serializer, direction)
+        return "".join(part.removesuffix("Api") for part in qualname.split("."))
+
+    def get_request_serializer(self):
+        if self._forge_view() and self.method in WRITES:
+            return self.view.Input
+        return super().get_request_serializer()
+
+    def get_response_serializers(self):
+        if not self._forge_view():
+            return super().get_response_serializers()
+        view = self.view
+        if view.Output is None:
+            return None
+        body = view.Output
+        if view.paged:
+            name = self.get_serializer_name(view.Output(), "response")
+            body = inline_serializer(f"{name}Page", {
+                "results": view.Output(many=True),
+                "next": serializers.URLField(allow_null=True, help_text="the next page, null on the last"),
+                "previous": serializers.URLField(allow_null=True, help_text="the previous page, null on the first"),
+            })
+        return {view.success_status: body}
+
+    def get_override_parameters(self):
+        parameters = list(super().get_override_parameters())
+        if not self._forge_view():
+            return parameters
+        if self.method in WRITES:
+            parameters.append(OpenApiParameter(
+                HEADER, OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
+                description=f"1 to {MAX_KEY} printable ASCII characters: the same request sent again with the same "
+                            f"key (within 24 hours) is answered as the first was, with Idempotent-Replayed: true."))
+        if self.view.paged and self.method == "GET":
+            parameters += [
+                OpenApiParameter("cursor", OpenApiTypes.STR, OpenApiParameter.QUERY, required=False,
+                                 description="The page to answer: from a `next` or `previous` link."),
+                OpenApiParameter("limit", OpenApiTypes.INT, OpenApiParameter.QUERY, required=False,
+                                 description=f"Items per page, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})."),
+            ]
+        return parameters
+
+    def _get_response_bodies(self, direction="response"):
+        bodies = super()._get_response_bodies(direction)
+        if not self._forge_view():
+            return bodies
+        for status in WRITE_PROBLEMS if self.method in WRITES else READ_PROBLEMS:
+            if str(status) not in bodies:
+                bodies[str(status)] = self._get_response_for_code(ProblemSerializer, str(status), [PROBLEM_JSON],
+                                                                  direction)
+        return bodies
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    """`Authorization: Bearer forge_pat_…` (forge/api/auth.py)."""
+
+    target_class = "forge.api.auth.BearerTokenAuthentication"
+    name = "bearerAuth"
+    optional = True
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "A personal or service account token."}
