@@ -254,9 +254,10 @@ FORGE_API_RATE_WINDOW_S = env_int("FORGE_API_RATE_WINDOW_S", 60, minimum=1)
 FORGE_API_MAX_BODY_BYTES = env_int("FORGE_API_MAX_BODY_BYTES", 2 * 1_048_576, minimum=1024)
 FORGE_API_MAX_JSON_DEPTH = env_int("FORGE_API_MAX_JSON_DEPTH", 32, minimum=2)
 
-# Bearer tokens (forge/api/auth.py) join the list before sessions once that module is in the tree.
+# Bearer first: its challenge makes DRF answer a missing sign-in 401 (WWW-Authenticate), not 403.
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["forge.api.auth.BearerTokenAuthentication",
+                                       "rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["forge.api.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -272,6 +273,7 @@ SPECTACULAR_SETTINGS = {
     "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/api/v1",
+    "DEFAULT_GENERATOR_CLASS": "forge.api.schema.ForgeSchemaGenerator",  # sees each operation of a by_method path
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",  # served from static: no CDN
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.generators import EndpointEnumerator, SchemaGenerator
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, inline_serializer
@@ -116,3 +117,32 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema):
         return {"type": "http", "scheme": "bearer", "description": "A personal or service account token."}
+
+
+def _operation(view):
+    """The view function of an operation, seen through a `functools.partial` fixing URL arguments."""
+    return getattr(view, "func", view)
+
+
+class ForgeEndpointEnumerator(EndpointEnumerator):
+    """Each operation of a `by_method` path (forge/api/routes.py) as an endpoint of its own."""
+
+    def should_include_endpoint(self, path, callback):
+        if hasattr(callback, "forge_methods"):
+            return any(super(ForgeEndpointEnumerator, self).should_include_endpoint(path, _operation(view))
+                       for view in callback.forge_methods.values())
+        return super().should_include_endpoint(path, callback)
+
+    def get_allowed_methods(self, callback):
+        if hasattr(callback, "forge_methods"):
+            return list(callback.forge_methods)
+        return super().get_allowed_methods(callback)
+
+    def get_api_endpoints(self, patterns=None, prefix=""):
+        return [(path, regex, method, _operation(callback.forge_methods[method]))
+                if hasattr(callback, "forge_methods") else (path, regex, method, callback)
+                for path, regex, method, callback in super().get_api_endpoints(patterns, prefix)]
+
+
+class ForgeSchemaGenerator(SchemaGenerator):
+    endpoint_inspector_cls = ForgeEndpointEnumerator
