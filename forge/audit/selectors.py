@@ -9,8 +9,8 @@ from forge.audit.models import AuditEvent
 
 
 def audit_for_user(user) -> QuerySet[AuditEvent]:
-    """The audit events `user` may read: all of them for a member of a group (who may open the console's audit
-    page), none for anyone else."""
-    if not can(user, "run.view"):  # roles has no action of its own for reading the trail yet
+    """The audit events `user` may read: all of them for whom `audit.view` allows (a member of any group, with a
+    token holding audit:read when they came with one), none for anyone else."""
+    if not can(user, "audit.view"):
         return AuditEvent.objects.none()
     return AuditEvent.objects.all()

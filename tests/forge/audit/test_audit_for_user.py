@@ -1,8 +1,11 @@
-"""Who may read the audit trail: a member of any group (as who may open the console's audit page), nobody else."""
+"""Who may read the audit trail: a member of any group (as who may open the console's audit page), with a token
+only when it holds audit:read; nobody else."""
 
 import pytest
 from django.urls import reverse
 
+from forge.accounts.tokens import token_create
+from forge.audit.models import AuditEvent
 from forge.audit.selectors import audit_for_user
 from forge.audit.services import audit
 
@@ -22,6 +25,15 @@ def test_a_member_of_a_group_reads_the_whole_trail(request, event, who):
 def test_an_outsider_an_inactive_member_and_no_one_read_nothing(event, outsider, operator):
     operator.is_active = False
     assert [list(audit_for_user(who)) for who in (outsider, operator, None)] == [[], [], []]
+
+
+def test_a_token_without_audit_read_reads_nothing_one_with_it_reads_all(event, operator):
+    made = [(token_create(user=operator, name="-".join(scopes), scopes=scopes)[0], reads)
+            for scopes, reads in ((["runs:read"], False), (["runs:read", "audit:read"], True))]
+    trail = set(AuditEvent.objects.all())  # the event, and the tokens' own
+    for token, reads in made:
+        operator.forge_token = token  # as forge/api/auth.py signs the token's owner in, carrying it
+        assert set(audit_for_user(operator)) == (trail if reads else set()) and (event in trail)
 
 
 def test_the_console_refuses_its_audit_page_to_whom_the_selector_gives_nothing(client, event, outsider):
