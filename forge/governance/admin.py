@@ -6,6 +6,7 @@ from forge.admin_fields import KeptJSONField
 from forge.admin_views import ReadOnlyAdmin
 from forge.governance import services
 from forge.governance.models import Agent, AgentGateway, BudgetEnvelope, Gateway, Policy, TokenEvent
+from forge.governance.validators import overridable_in_order
 from forge.runs import agent_config
 
 # What a shell agent's config adds to its steps' sandbox (docs/sandbox.md), said where an Admin opens the network.
@@ -62,8 +63,7 @@ class OverridableField(forms.MultipleChoiceField):
     """The keys ticked, in agent_config's order whatever order the browser sent them in."""
 
     def clean(self, value):
-        chosen = super().clean(value)
-        return [key for key in agent_config.KEYS if key in chosen]
+        return overridable_in_order(super().clean(value))
 
 
 @admin.register(Agent)
