@@ -7,6 +7,12 @@ the last one sent. It ends once the run has ended and its last event was sent: t
 before the events, so the read after it holds the final round's events. A client that comes back after the
 end gets 204, which tells a browser's EventSource to stop reconnecting.
 
+As a socket lives only as long as its session, a stream lives only as long as what let it start: every
+RECHECK_S, and at once when the person's group hears that their session or rights changed
+(forge/console/session_signals.py), `allowed()` is asked again (the session still valid, or the token still
+unrevoked and unexpired; the person still may watch); when it says no, the stream ends, and the client's
+reconnection is refused.
+
 Each event is `id: <RunEvent id>`, `event: <kind>`, `data: <the event's JSON on one line>`; a snapshot is
 `event: snapshot` with the id of the last event it covers. A comment (`: keep-alive`) goes every HEARTBEAT_S
 while nothing else does, so proxies keep an idle stream open.
@@ -17,20 +23,24 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from types import SimpleNamespace
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.http import StreamingHttpResponse
 
-from forge.console import stream
-from forge.live import run_group
+from forge.api.auth import user_for_bearer
+from forge.console import session_watch, stream
+from forge.errors import Unauthenticated
+from forge.live import run_group, user_group
 
 log = logging.getLogger(__name__)
 MEDIA_TYPE = "text/event-stream"
 RETRY_MS = 3000  # how long a client waits before reconnecting with its Last-Event-ID
 HEARTBEAT_S = 15.0
+RECHECK_S = 5.0  # a stream per script, not one page per person: not every second, as the sockets' batched check
 LAYER_TIMEOUT_S = 30  # longer than the pool's wait for a free connection (settings.CHANNEL_LAYERS)
 KEEP_ALIVE = ": keep-alive\n\n"
 
@@ -54,12 +64,32 @@ def _refused_q(param: str) -> bool:
         return False
 
 
-def event_stream(run_id: int, after: int) -> StreamingHttpResponse:
-    """The stream of the run's events after `after`, then live, until the run's last."""
-    response = StreamingHttpResponse(_events(run_id, after), content_type=f"{MEDIA_TYPE}; charset=utf-8")
+def event_stream(run_id: int, after: int, *, user_id: int, allowed: Callable[[], bool]) -> StreamingHttpResponse:
+    """The stream of the run's events after `after`, then live, until the run's last, for as long as `allowed()`
+    (a database read) says the person `user_id` may still watch."""
+    response = StreamingHttpResponse(_events(run_id, after, user_id, allowed),
+                                     content_type=f"{MEDIA_TYPE}; charset=utf-8")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx would hold the events in its buffer
     return response
+
+
+def allowed_for(request, run_id: int) -> Callable[[], bool]:
+    """Whether what let `request` start a stream of the run still lets it watch, asked again from the database:
+    its token as forge/api/auth.py reads one, or its session as the sockets' is (forge/console/session_watch.py);
+    then the rule of who may watch."""
+    if getattr(request.user, "forge_token", None) is not None:
+        header = SimpleNamespace(META={"HTTP_AUTHORIZATION": request.META.get("HTTP_AUTHORIZATION", "")})
+
+        def token_allows() -> bool:
+            try:
+                user = user_for_bearer(header)
+            except Unauthenticated:
+                return False
+            return user is not None and stream.may_watch(user, run_id) is None
+        return token_allows
+    ticket = session_watch.ticket_of({"user": request.user, "session": getattr(request, "session", None)})
+    return lambda: ticket is not None and not session_watch.revoked({ticket})
 
 
 def message(event_id: int, kind: str, data: str) -> str:
@@ -90,18 +120,27 @@ class _Reader:
                 return
 
 
-async def _events(run_id: int, after: int) -> AsyncIterator[str]:
+class _Hearing:
+    """What the stream's channel heard: a wake-up, or that the person's session or rights changed."""
+
+    def __init__(self):
+        self.woken = asyncio.Event()
+        self.check = False
+
+
+async def _events(run_id: int, after: int, user_id: int, allowed: Callable[[], bool]) -> AsyncIterator[str]:
     layer = get_channel_layer()
-    woken = asyncio.Event()
-    channel = await _join(layer, run_group(run_id))
-    listener = asyncio.ensure_future(_listen(layer, channel, woken)) if channel else None
+    heard = _Hearing()
+    groups = [run_group(run_id), user_group(user_id)]
+    channel = await _join(layer, groups)
+    listener = asyncio.ensure_future(_listen(layer, channel, heard)) if channel else None
     loop = asyncio.get_running_loop()
     try:
         yield f"retry: {RETRY_MS}\n\n"
         reader = _Reader(run_id, after)
         if (snapshot := await reader.snapshot()) is not None:
             yield snapshot
-        said_at = loop.time()
+        said_at = checked_at = loop.time()
         while True:
             async for text in reader.pending():
                 yield text
@@ -110,12 +149,17 @@ async def _events(run_id: int, after: int) -> AsyncIterator[str]:
                 async for text in reader.pending():  # the final round's events, committed with its status
                     yield text
                 return
-            quiet = loop.time() - said_at
+            if heard.check or loop.time() - checked_at >= RECHECK_S:
+                heard.check, checked_at = False, loop.time()
+                if not await database_sync_to_async(allowed)():
+                    return
+            now = loop.time()
+            wait = min(settings.FORGE_LIVE_POLL_S, HEARTBEAT_S - (now - said_at), RECHECK_S - (now - checked_at))
             try:
-                await asyncio.wait_for(woken.wait(), max(0.0, min(settings.FORGE_LIVE_POLL_S, HEARTBEAT_S - quiet)))
+                await asyncio.wait_for(heard.woken.wait(), max(0.0, wait))
             except asyncio.TimeoutError:
                 pass  # the safety re-read: a wake-up lost (a full layer, no Redis) costs one interval
-            woken.clear()
+            heard.woken.clear()
             if loop.time() - said_at >= HEARTBEAT_S:
                 yield KEEP_ALIVE
                 said_at = loop.time()
@@ -123,38 +167,44 @@ async def _events(run_id: int, after: int) -> AsyncIterator[str]:
         if listener is not None:
             listener.cancel()
         if channel:
-            await _leave(layer, run_group(run_id), channel)
+            await _leave(layer, groups, channel)
 
 
-async def _join(layer, group: str) -> str | None:
-    """A new channel in `group`, or None when the layer cannot take one (the re-read then brings every event)."""
+async def _join(layer, groups: list[str]) -> str | None:
+    """A new channel in `groups`, or None when the layer cannot take one (the re-reads then do everything)."""
     if layer is None:
         return None
+    channel = None
     try:
         channel = await layer.new_channel()
-        await asyncio.wait_for(layer.group_add(group, channel), LAYER_TIMEOUT_S)
+        for group in groups:
+            await asyncio.wait_for(layer.group_add(group, channel), LAYER_TIMEOUT_S)
     except Exception:  # noqa: BLE001 - a stream without wake-ups is slower, not wrong
-        log.warning("an event stream could not join group %s: it reads every FORGE_LIVE_POLL_S (%s s)", group,
+        log.warning("an event stream could not join %s: it reads every FORGE_LIVE_POLL_S (%s s)", groups,
                     settings.FORGE_LIVE_POLL_S, exc_info=True)
+        if channel is not None:
+            await _leave(layer, groups, channel)
         return None
     return channel
 
 
-async def _listen(layer, channel: str, woken: asyncio.Event) -> None:
-    """Set `woken` at each wake-up the channel receives; one receive at a time, cancelled when the stream ends."""
+async def _listen(layer, channel: str, heard: _Hearing) -> None:
+    """Note each message the channel receives; one receive at a time, cancelled when the stream ends."""
     try:
         while True:
-            await layer.receive(channel)
-            woken.set()
+            message = await layer.receive(channel)
+            heard.check = heard.check or message.get("type") == "session.check"
+            heard.woken.set()
     except asyncio.CancelledError:
         raise
-    except Exception:  # noqa: BLE001 - the re-read still brings every event, only later
+    except Exception:  # noqa: BLE001 - the re-reads still bring every event, only later
         log.warning("an event stream stopped hearing wake-ups on %s", channel, exc_info=True)
 
 
-async def _leave(layer, group: str, channel: str) -> None:
-    # Shielded: a second cancel (the server stopping) must not leave the channel in the group.
-    try:
-        await asyncio.shield(asyncio.wait_for(layer.group_discard(group, channel), LAYER_TIMEOUT_S))
-    except (Exception, asyncio.CancelledError):  # noqa: BLE001 - the group forgets it when its membership expires
-        log.warning("an event stream could not leave group %s", group, exc_info=True)
+async def _leave(layer, groups: list[str], channel: str) -> None:
+    for group in groups:
+        # Shielded: a second cancel (the server stopping) must not leave the channel in the group.
+        try:
+            await asyncio.shield(asyncio.wait_for(layer.group_discard(group, channel), LAYER_TIMEOUT_S))
+        except (Exception, asyncio.CancelledError):  # noqa: BLE001 - the group forgets it when its membership expires
+            log.warning("an event stream could not leave group %s", group, exc_info=True)

@@ -112,7 +112,7 @@ class RunEventsApi(ApiView):
             return Response(events_page(run_id, after, limit_of(request)))
         if stream.run_ended(run_id) and not stream.event_texts(run_id, after, 1):
             return HttpResponse(status=204)  # nothing more will come: EventSource stops reconnecting
-        return sse.event_stream(run_id, after)
+        return sse.event_stream(run_id, after, user_id=request.user.pk, allowed=sse.allowed_for(request, run_id))
 
 
 urlpatterns = [

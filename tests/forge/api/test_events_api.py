@@ -17,7 +17,8 @@ from django.test import Client, override_settings
 
 from forge.api import sse
 from forge.asgi import application
-from forge.live import run_group
+from forge.accounts.tokens import token_create, token_revoke
+from forge.live import run_group, user_group
 from forge.runs import services
 from forge.runs.models import Approval, RunEvent
 from tests.forge.conftest import fast_forward, member
@@ -216,6 +217,36 @@ async def test_after_the_end_a_stream_ends_with_the_last_event_and_a_reconnect_g
     assert (await late.open())[0] == 204
 
 
+@sync
+async def test_a_stream_ends_at_once_when_its_person_may_no_longer_watch(run, approver, monkeypatch):
+    monkeypatch.setattr(sse, "RECHECK_S", 600)  # only the person's group can say it within the deadline
+    with override_settings(FORGE_LIVE_POLL_S=600):
+        last = (await sync_to_async(event_ids)(run))[-1]
+        stream = await opened(run.pk, approver, f"after={last}")
+        layer = get_channel_layer()
+        await until(lambda: len(layer.groups.get(user_group(approver.pk), {})) == 1)
+        await sync_to_async(lambda: approver.groups.clear())()  # session_signals tells the person's group
+        assert await stream.rest() == []
+    assert not layer.groups.get(user_group(approver.pk)) and not layer.groups.get(run_group(run.pk))
+    late = EventStream(url(run.pk), await sync_to_async(cookie_of)(approver))
+    assert (await late.open())[0] == 403
+
+
+@sync
+async def test_a_stream_through_a_token_ends_once_the_token_is_revoked(run, approver, monkeypatch):
+    monkeypatch.setattr(sse, "RECHECK_S", 0.05)
+    token, secret = await sync_to_async(token_create)(user=approver, name="ci", scopes=["runs:read"])
+    bearer = [(b"authorization", f"Bearer {secret}".encode())]
+    last = (await sync_to_async(event_ids)(run))[-1]
+    stream = EventStream(url(run.pk, f"after={last}"), bearer)
+    assert (await stream.open())[0] == 200
+    assert await stream.block() == {"retry": str(sse.RETRY_MS)}
+    await sync_to_async(token_revoke)(user=approver, token=token)
+    assert await stream.rest() == []
+    again = EventStream(url(run.pk), bearer)
+    assert (await again.open())[0] == 401
+
+
 async def until(condition) -> None:
     deadline = asyncio.get_running_loop().time() + WAIT_S
     while not condition():
@@ -224,6 +255,12 @@ async def until(condition) -> None:
 
 
 # -- the pages of JSON ---------------------------------------------------------------------------------------
+
+
+def problem_of_answer(answer) -> dict:
+    assert answer["Content-Type"] == "application/problem+json", answer.content
+    assert not answer.streaming
+    return answer.json()
 
 
 def page(client, run_id, query="", **headers):
@@ -257,22 +294,24 @@ def test_a_json_event_is_the_stream_s_event(run, approver):
     assert (event["kind"], event["data"]) == ("run", {"status": "pending"})
 
 
-@pytest.mark.parametrize("query, headers", [
+BAD_IDS = [
     ("after=abc", {}), ("after=-1", {}), ("after=1.5", {}), ("after=%2B3", {}), ("after=%203", {}),
     (f"after={MAX_ID + 1}", {}), ("after=" + "9" * 40, {}), ("after=%D9%A1", {}), ("after=", {}),
     ("", {"HTTP_LAST_EVENT_ID": "x"}), ("", {"HTTP_LAST_EVENT_ID": "-5"}),
     ("after=0", {"HTTP_LAST_EVENT_ID": str(MAX_ID + 1)}),
-    ("limit=0", {}), ("limit=1001", {}), ("limit=ten", {}),
+]
+BAD_LIMITS = [("limit=0", {}), ("limit=1001", {}), ("limit=ten", {})]  # a stream has no pages
+
+
+@pytest.mark.parametrize("query, headers, accept", [
+    *[(query, headers, accept) for query, headers in BAD_IDS for accept in ("application/json", sse.MEDIA_TYPE)],
+    *[(query, headers, "application/json") for query, headers in BAD_LIMITS],
 ])
-@pytest.mark.parametrize("accept", ["application/json", sse.MEDIA_TYPE])
 def test_a_bad_id_or_limit_is_a_400_problem(run, approver, query, headers, accept):
-    if accept == sse.MEDIA_TYPE and query.startswith("limit"):
-        pytest.skip("a stream has no pages")
     client = Client()
     client.force_login(approver)
     answer = client.get(url(run.pk, query), HTTP_ACCEPT=accept, **headers)
-    assert answer.status_code == 400 and answer["Content-Type"] == "application/problem+json"
-    assert answer.json()["type"].endswith("/bad-request")
+    assert answer.status_code == 400 and problem_of_answer(answer)["type"].endswith("/bad-request")
 
 
 @pytest.mark.parametrize("query", [f"after={MAX_ID}", "after=0&limit=1", "after=0&limit=1000", "after=007"])
@@ -282,10 +321,23 @@ def test_the_bounds_of_ids_and_limits_are_taken(run, approver, query):
     page(client, run.pk, query)
 
 
-def problem_of_answer(answer) -> dict:
-    assert answer["Content-Type"] == "application/problem+json", answer.content
-    assert not answer.streaming
-    return answer.json()
+def test_a_token_with_runs_read_reads_the_pages(run, approver):
+    _, secret = token_create(user=approver, name="ci", scopes=["runs:read"])
+    answer = Client().get(url(run.pk), HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert answer.status_code == 200 and [e["id"] for e in answer.json()["events"]] == event_ids(run)
+
+
+@pytest.mark.parametrize("accept", ["application/json", sse.MEDIA_TYPE])
+def test_a_token_without_runs_read_is_a_403_problem(run, approver, accept):
+    _, secret = token_create(user=approver, name="ci", scopes=["approvals:decide"])
+    answer = Client().get(url(run.pk), HTTP_ACCEPT=accept, HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert answer.status_code == 403 and problem_of_answer(answer)["type"].endswith("/scope-missing")
+
+
+@pytest.mark.parametrize("accept", ["application/json", sse.MEDIA_TYPE])
+def test_an_unknown_token_is_a_401_problem(run, accept):
+    answer = Client().get(url(run.pk), HTTP_ACCEPT=accept, HTTP_AUTHORIZATION="Bearer forge_pat_" + "x" * 43)
+    assert answer.status_code == 401 and problem_of_answer(answer)["status"] == 401
 
 
 @pytest.mark.parametrize("accept", ["application/json", sse.MEDIA_TYPE])
