@@ -11,6 +11,7 @@ urlpatterns = [
     path("", include("forge.api.views.me")),
     path("", include("forge.api.views.tokens")),
     path("", include("forge.api.views.workflows")),
+    path("", include("forge.api.views.drafts")),
     path("", include("forge.api.views.runs")),
     path("", include("forge.api.views.events")),
     path("", include("forge.api.views.approvals")),
