@@ -136,6 +136,7 @@ def test_an_unknown_id_is_a_404(kind, existing, admin):
     other = existing.pk + 1000
     problem(admin.get(API + f"{kind.path}/{other}"), 404)
     problem(send(admin, "PATCH", f"{kind.path}/{other}", kind.change), 404)
+    problem(send(admin, "DELETE", f"{kind.path}/{'9' * 30}"), 404)
 
 
 @pytest.mark.parametrize("who", ["operator", "approver", "outsider"])

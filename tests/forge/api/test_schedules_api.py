@@ -79,6 +79,7 @@ def test_one_schedule_is_read_and_an_unknown_one_is_404(schedule, approver):
     assert client.get(API + f"schedules/{schedule.pk}").json()["cron"] == "0 9 * * 1-5"
     assert problem(client.get(API + f"schedules/{schedule.pk + 99}"), 404)["code"] == "no_such_schedule"
     assert client.get(API + "schedules/abc").status_code == 404
+    problem(client.get(API + "schedules/" + "9" * 30), 404)
 
 
 # -- add -------------------------------------------------------------------------------------------------------
