@@ -9,6 +9,7 @@ import re
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.generators import EndpointEnumerator, SchemaGenerator
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import get_doc
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, inline_serializer
 from rest_framework import serializers
@@ -45,6 +46,18 @@ class ForgeAutoSchema(AutoSchema):
         from forge.api.base import ApiView  # the base imports the pieces this module reads
 
         return isinstance(self.view, ApiView)
+
+    # ApiView's `action` is a permission, not a viewset's action (which drf-spectacular reads by that name).
+    def get_description(self) -> str:
+        if not self._forge_view():
+            return super().get_description()
+        return get_doc(getattr(self.view, self.method.lower(), None)) or get_doc(type(self.view))
+
+    def _is_list_view(self, serializer=None) -> bool:
+        return self.view.paged if self._forge_view() else super()._is_list_view(serializer)
+
+    def _is_create_operation(self) -> bool:
+        return False if self._forge_view() else super()._is_create_operation()
 
     def get_operation_id(self) -> str:
         if not self._forge_view():

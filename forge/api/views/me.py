@@ -11,7 +11,7 @@ from forge.accounts.roles import group_names
 from forge.api.base import ApiView
 
 
-class TokenOut(serializers.Serializer):
+class MeTokenOut(serializers.Serializer):
     prefix = serializers.CharField(help_text="the token's first characters, as lists show them")
     name = serializers.CharField()
     scopes = serializers.ListField(child=serializers.CharField())
@@ -36,10 +36,10 @@ class MeApi(ApiView):
         def get_service_account(self, user) -> bool:
             return ServiceAccount.objects.filter(user=user).exists()
 
-        @extend_schema_field(TokenOut(allow_null=True))
+        @extend_schema_field(MeTokenOut(allow_null=True))
         def get_token(self, user) -> dict | None:
             token = getattr(user, "forge_token", None)
-            return None if token is None else TokenOut(token).data
+            return None if token is None else MeTokenOut(token).data
 
     def get(self, request):
         return self.answer(request.user)

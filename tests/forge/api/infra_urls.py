@@ -1,0 +1,21 @@
+"""The API's infrastructure under test: /api/v1/me, the schema and docs pages and the test-only operations of
+infra_views, with the API's 404 for any other /api/v1/ path."""
+
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from forge.api.problems import not_found
+from tests.forge.api import infra_views as views
+
+api = [
+    path("", include("forge.api.views.me")),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("test/groups", views.GroupMakeApi.as_view()),
+    path("test/refuse", views.RefuseApi.as_view()),
+    path("test/people", views.PeopleApi.as_view()),
+    path("test/audit", views.AuditReadApi.as_view()),
+    path("test/kill", views.KillSwitchLikeApi.as_view()),
+    re_path(r"", not_found),
+]
+urlpatterns = [path("api/v1/", include(api))]
