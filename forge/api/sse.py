@@ -142,17 +142,20 @@ async def _events(run_id: int, after: int, user_id: int, allowed: Callable[[], b
             yield snapshot
         said_at = checked_at = loop.time()
         while True:
-            async for text in reader.pending():
-                yield text
-                said_at = loop.time()
-            if await database_sync_to_async(stream.run_ended)(run_id):
-                async for text in reader.pending():  # the final round's events, committed with its status
+            try:
+                async for text in reader.pending():
                     yield text
-                return
-            if heard.check or loop.time() - checked_at >= RECHECK_S:
-                heard.check, checked_at = False, loop.time()
-                if not await database_sync_to_async(allowed)():
+                    said_at = loop.time()
+                if await database_sync_to_async(stream.run_ended)(run_id):
+                    async for text in reader.pending():  # the final round's events, committed with its status
+                        yield text
                     return
+                if heard.check or loop.time() - checked_at >= RECHECK_S:
+                    heard.check, checked_at = False, loop.time()
+                    if not await database_sync_to_async(allowed)():
+                        return
+            except Exception:  # noqa: BLE001 - a database hiccup: the next read tries again from the last id sent
+                log.warning("run %s: reading its events for a stream failed", run_id, exc_info=True)
             now = loop.time()
             wait = min(settings.FORGE_LIVE_POLL_S, HEARTBEAT_S - (now - said_at), RECHECK_S - (now - checked_at))
             try:

@@ -26,7 +26,8 @@ DIGITS = re.compile(r"[0-9]{1,20}")
 
 class EventOut(serializers.Serializer):
     id = serializers.IntegerField()
-    kind = serializers.CharField(help_text="run, step, log, gateway, ... (what the run view shows)")
+    kind = serializers.CharField(help_text="what it tells: run, step, approval, child, governance, gateway, rejected, "
+                                           "artifact_refused (the `event:` of the stream)")
     step = serializers.CharField(help_text="the step's id, empty for the run's own events")
     data = serializers.JSONField()
     at = serializers.DateTimeField()

@@ -13,10 +13,12 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from asgiref.testing import ApplicationCommunicator
 from channels.layers import get_channel_layer
+from django.db import OperationalError
 from django.test import Client, override_settings
 
 from forge.api import sse
 from forge.asgi import application
+from forge.console import stream as live_stream
 from forge.accounts.tokens import token_create, token_revoke
 from forge.live import run_group, user_group
 from forge.runs import services
@@ -177,6 +179,23 @@ async def test_a_wake_up_through_the_run_s_group_brings_new_events_without_waiti
 
 
 @sync
+async def test_a_failed_read_is_tried_again_from_the_last_id_sent(run, approver, monkeypatch):
+    reads, read = [], live_stream.event_texts
+
+    def failing_once(*args, **kwargs):
+        reads.append(args)
+        if len(reads) == 1:
+            raise OperationalError("database is locked")
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(live_stream, "event_texts", failing_once)
+    before = await sync_to_async(event_ids)(run)
+    stream = await opened(run.pk, approver)
+    assert ids(await stream.events_until(before[-1])) == before and len(reads) > 1
+    await stream.drop()
+
+
+@sync
 async def test_a_dropped_stream_leaves_the_run_s_group(run, approver):
     layer = get_channel_layer()
     streams = [await opened(run.pk, approver) for _ in range(3)]
@@ -213,7 +232,8 @@ async def test_after_the_end_a_stream_ends_with_the_last_event_and_a_reconnect_g
     every = await sync_to_async(event_ids)(run)
     stream = await opened(run.pk, approver)
     assert ids(await stream.rest()) == every
-    late = EventStream(url(run.pk), await sync_to_async(cookie_of)(approver) + [(b"last-event-id", str(every[-1]).encode())])
+    resume = [(b"last-event-id", str(every[-1]).encode())]
+    late = EventStream(url(run.pk), await sync_to_async(cookie_of)(approver) + resume)
     assert (await late.open())[0] == 204
 
 
