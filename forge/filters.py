@@ -149,8 +149,11 @@ class MonthField(KindField):
         return datetime(year, month, 1, tzinfo=timezone.utc)
 
 
-def problems_of(name: str, error: ValidationError) -> list[str]:
-    return [f"{name} {message}" for message in error.messages]
+def problems_of(name: str, messages) -> list[str]:
+    """Each of a filter's `messages` (or a ValidationError's) as a sentence naming it."""
+    if isinstance(messages, ValidationError):
+        messages = messages.messages
+    return [f"{name} {message}" for message in messages]
 
 
 # -- The filters of a FilterSet, one per kind ---------------------------------------------------------------------
@@ -194,7 +197,7 @@ class FilterSet(django_filters.FilterSet):
 
     @property
     def problems(self) -> list[str]:
-        return [f"{name} {message}" for name, messages in self.errors.items() for message in messages]
+        return [problem for name, messages in self.errors.items() for problem in problems_of(name, messages)]
 
     @property
     def values(self) -> dict[str, str]:
@@ -216,5 +219,5 @@ def filtered(filterset_class: type[FilterSet], data, queryset):
     given = filterset_class(data, queryset=queryset)
     if given.errors:
         raise BadRequest("; ".join(given.problems), code="bad_filter",
-                         errors={name: [f"{name} {m}" for m in messages] for name, messages in given.errors.items()})
+                         errors={name: problems_of(name, messages) for name, messages in given.errors.items()})
     return given.qs
