@@ -253,6 +253,10 @@ FORGE_API_RATE_LIMIT = env_int("FORGE_API_RATE_LIMIT", 600, minimum=1)
 FORGE_API_RATE_WINDOW_S = env_int("FORGE_API_RATE_WINDOW_S", 60, minimum=1)
 FORGE_API_MAX_BODY_BYTES = env_int("FORGE_API_MAX_BODY_BYTES", 2 * 1_048_576, minimum=1024)
 FORGE_API_MAX_JSON_DEPTH = env_int("FORGE_API_MAX_JSON_DEPTH", 32, minimum=2)
+# The rate windows are the cache's only use: with Redis every process counts in one place, else each its own.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": f"cache-{Q_CLUSTER['name']}"}}
 
 # Bearer first: its challenge makes DRF answer a missing sign-in 401 (WWW-Authenticate), not 403.
 REST_FRAMEWORK = {
