@@ -8,6 +8,8 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
+from forge.accounts.tokens import token_create
+from forge.audit import codes
 from forge.audit.models import AuditEvent
 from forge.workflows.models import Workflow, WorkflowVersion
 from forge.workflows.services import workflow_version_save
@@ -188,7 +190,7 @@ def test_yaml_of_a_new_workflow_is_saved_as_its_first_version(operator):
     assert (body["workflow"], body["number"], body["created"], body["message"]) == ("windows", 1, True,
                                                                                     "from Windows")
     assert WorkflowVersion.objects.get(workflow__name="windows").source == CRLF_BOM
-    assert AuditEvent.objects.filter(code="forge.workflow.created", actor=operator).count() == 1
+    assert AuditEvent.objects.filter(code=codes.WORKFLOW_CREATED, actor=operator.username).count() == 1
 
 
 def test_yaml_naming_a_workflow_is_saved_as_its_next_version_and_the_same_text_adds_none(operator, greeter):
@@ -308,3 +310,37 @@ def test_the_diff_of_an_unknown_workflow_or_for_an_outsider_is_refused(operator,
     problem(client_of(operator).get(f"{API}/workflows/nobody/diff?from=1&to=2"), 404, "not-found")
     problem(client_of(outsider).get(f"{API}/workflows/greeter/diff?from=1&to=2"), 403, "forbidden")
     problem(client_of(operator).post(f"{API}/workflows/greeter/diff?from=1&to=2"), 405, "method-not-allowed")
+
+
+# -- through a token, and retried ------------------------------------------------------------------------------------
+
+
+def token_client(user, *scopes: str) -> APIClient:
+    _, secret = token_create(user=user, name="script", scopes=list(scopes))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    return client
+
+
+def test_a_token_reads_with_runs_read_and_saves_only_with_workflows_write(operator):
+    reader = token_client(operator, "runs:read")
+    assert reader.get(f"{API}/workflows").status_code == 200
+    problem(reader.post(f"{API}/workflows", {"yaml": GREETER}, format="json"), 403, "scope-missing")
+    writer = token_client(operator, "workflows:write")
+    problem(writer.get(f"{API}/workflows"), 403, "scope-missing")
+    response = writer.post(f"{API}/workflows", {"yaml": GREETER}, format="json")
+    assert response.status_code == 201
+    event = AuditEvent.objects.get(code=codes.WORKFLOW_CREATED)
+    assert event.token_id is not None and event.actor == operator.username
+
+
+def test_a_retried_save_with_its_idempotency_key_makes_one_version(operator):
+    client = client_of(operator)
+    first = client.post(f"{API}/workflows", {"yaml": GREETER}, format="json", HTTP_IDEMPOTENCY_KEY="save-1")
+    again = client.post(f"{API}/workflows", {"yaml": GREETER}, format="json", HTTP_IDEMPOTENCY_KEY="save-1")
+    assert (first.status_code, again.status_code, again["Idempotent-Replayed"]) == (201, 201, "true")
+    assert again.json() == first.json()
+    assert WorkflowVersion.objects.filter(workflow__name="greeter").count() == 1
+    other = client.post(f"{API}/workflows", {"yaml": GREETER_2}, format="json", HTTP_IDEMPOTENCY_KEY="save-1")
+    problem(other, 422, "invalid")
+    assert WorkflowVersion.objects.filter(workflow__name="greeter").count() == 1
