@@ -83,11 +83,13 @@ class ConfigGetApi(ConfigApi):
 
 
 class ConfigCreateApi(ConfigApi):
+    success_status = 201
+
     def post(self, request):
         instance = self.kind.model()
         with transaction.atomic():
             self.save(instance, dict(self.read(request)))
-        return self.answer(self.row(instance.pk), status=201)
+        return self.answer(self.row(instance.pk))
 
 
 class ConfigChangeApi(ConfigApi):
@@ -99,13 +101,15 @@ class ConfigChangeApi(ConfigApi):
 
 
 class ConfigDeleteApi(ConfigApi):
+    success_status = 204
+
     def delete(self, request, pk: int):
         instance = self.row(pk)
         try:
             config_delete(user=request.user, instance=instance)
         except ValidationError as exc:  # still used: a gateway by its agents
             raise Conflict(" ".join(exc.messages), code="in_use") from None
-        return self.answer(status=204)
+        return self.answer()
 
 
 # -- agents: their gateways, in order, change through agent_gateways_set with the row ---------------------------
@@ -161,7 +165,7 @@ class AgentChangeApi(AgentSaving, ConfigChangeApi):
 
 
 class AgentDeleteApi(ConfigDeleteApi):
-    kind, Output = AGENTS, AgentOut
+    kind = AGENTS
 
 
 # -- gateways ----------------------------------------------------------------------------------------------------
@@ -197,19 +201,19 @@ class GatewayChangeApi(ConfigChangeApi):
 class GatewayDeleteApi(ConfigDeleteApi):
     """Delete a gateway no agent routes to (409 while one does)."""
 
-    kind, Output = GATEWAYS, GatewayOut
+    kind = GATEWAYS
 
 
 class GatewayTokenIssueApi(ConfigApi):
     """Give a gateway a new callback token, shown in this answer only; the old one stops working at once."""
 
     kind, Output = GATEWAYS, TokenIssuedOut
+    success_status = 201
 
     def post(self, request, pk: int):
         gateway = self.row(pk)
         token = gateway_token_issue(user=request.user, gateway=gateway)
-        return self.answer(data={"gateway": gateway.name, "token": token}, status=201,
-                           headers={"Cache-Control": "no-store"})
+        return self.answer(data={"gateway": gateway.name, "token": token}, headers={"Cache-Control": "no-store"})
 
 
 # -- budgets, policies, step library entries -------------------------------------------------------------------
@@ -237,7 +241,7 @@ class BudgetChangeApi(ConfigChangeApi):
 
 
 class BudgetDeleteApi(ConfigDeleteApi):
-    kind, Output = BUDGETS, BudgetOut
+    kind = BUDGETS
 
 
 class PolicyListApi(ConfigListApi):
@@ -264,7 +268,7 @@ class PolicyChangeApi(ConfigChangeApi):
 
 
 class PolicyDeleteApi(ConfigDeleteApi):
-    kind, Output = POLICIES, PolicyOut
+    kind = POLICIES
 
 
 class LibraryListApi(ConfigListApi):
@@ -290,7 +294,7 @@ class LibraryChangeApi(ConfigChangeApi):
 
 
 class LibraryDeleteApi(ConfigDeleteApi):
-    kind, Output = LIBRARY, LibraryOut
+    kind = LIBRARY
 
 
 def _routes(prefix: str, name: str, list_, get, create, change, delete) -> list:

@@ -63,6 +63,7 @@ class ScheduleAddApi(ApiView):
 
     action = MANAGE
     Output = ScheduleOut
+    success_status = 201
 
     class Input(ScheduleIn):
         pass
@@ -71,7 +72,7 @@ class ScheduleAddApi(ApiView):
         data = self.read(request)
         with refusals():
             schedule = services.schedule_add(user=request.user, **data)
-        return self.answer(fresh(schedule), status=201)
+        return self.answer(fresh(schedule))
 
 
 class ScheduleGetApi(ApiView):
@@ -127,11 +128,12 @@ class ScheduleDeleteApi(ApiView):
     """Remove a schedule and its fire records; the runs it started go on."""
 
     action = MANAGE
+    success_status = 204
 
     def delete(self, request, pk: int):
         with refusals():
             services.schedule_delete(user=request.user, schedule=schedule_of(request, pk))
-        return self.answer(status=204)
+        return self.answer()
 
 
 class KillSwitchGetApi(ApiView):

@@ -273,8 +273,9 @@ def test_an_admins_token_needs_governance_admin_for_the_kill_switch(admin_user):
                 {"engaged": True, "reason": "x"}).status_code == 200
 
 
-@pytest.mark.parametrize("body", [{"engaged": True}, {"engaged": True, "reason": "   "}, {"engaged": "on", "reason": "x"},
-                                  {"reason": "x"}, {"engaged": True, "reason": "x" * 2001},
+@pytest.mark.parametrize("body", [{"engaged": True}, {"engaged": True, "reason": "   "},
+                                  {"engaged": "on", "reason": "x"}, {"reason": "x"},
+                                  {"engaged": True, "reason": "x" * 2001},
                                   {"engaged": True, "reason": "x", "until": "tomorrow"}])
 def test_a_bad_kill_switch_body_changes_nothing(admin_user, body):
     problem(send(signed_in(admin_user), "PUT", "kill-switch", body), 400)
