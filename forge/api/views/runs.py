@@ -18,8 +18,7 @@ from forge.api.routes import by_method
 from forge.api.serializers_runs import (
     MAX_ID, LogEntryOut, RunDetailOut, RunOut, StepAttemptsOut, StepOutputsOut, StrictInteger, StrictText)
 from forge.console.attempts import step_times
-from forge.console.run_log import LEVELS, run_log
-from forge.console.run_log import Query as LogQuery
+from forge.console.run_log import LEVELS, Query as LogQuery, run_log
 from forge.console.run_view import run_view
 from forge.console.secret_args import hider
 from forge.console.step_panel import step_panel
@@ -36,6 +35,7 @@ from forge.workflows.selectors import workflows_for_user
 MAX_REASON = 2000  # as the console's cancel form (forge/console/views/actions.py)
 MAX_STEP = StepResult._meta.get_field("step").max_length
 LISTED = ("workflow", "version", "started_by")
+API_SORTS = [name for name, column in SORTS.items() if "__" not in column]  # a cursor holds the row's own columns
 
 
 def run_of(request, pk: int) -> Run:
@@ -108,17 +108,18 @@ class RunListApi(ApiView):
         OpenApiParameter("status", str, enum=[s for s, _ in RUN_STATUSES]),
         OpenApiParameter("workflow", str, description="the workflow's name"),
         OpenApiParameter("started_by", str, description="the username of who started it"),
-        OpenApiParameter("since", str, description="created on or after: YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][Z|±HH:MM]"),
+        OpenApiParameter("since", str, description="created on or after: YYYY-MM-DD, or YYYY-MM-DDTHH:MM[:SS] "
+                                                   "in UTC unless it names its zone (Z, ±HH:MM)"),
         OpenApiParameter("until", str, description="created on or before (a day: its end), written as `since`"),
-        OpenApiParameter("sort", str, enum=["-id", "id", "-status", "status", "-created", "created"])])
+        OpenApiParameter("sort", str, enum=API_SORTS, description="the order; -id (the newest first) by default")])
     def get(self, request):
         runs = filtered(RunFilter, request.query_params, runs_for_user(request.user).select_related(*LISTED)
                         .defer("version__source", "pinned", "library"))  # large texts no row of the list shows
-        sort = request.query_params.get("sort") or "-id"
+        sort = request.query_params.get("sort") or "-id"  # one of SORTS: the FilterSet refused any other
+        if sort not in API_SORTS:
+            raise BadRequest(f"sort must be one of {', '.join(API_SORTS)} here (the console's page also sorts by "
+                             f"workflow)", code="bad_filter", errors={"sort": [f"One of {', '.join(API_SORTS)}."]})
         column = SORTS[sort]
-        if "__" in column:  # a cursor holds the edge row's own columns
-            raise BadRequest(f"sort={sort} is the console's only: the API sorts by id, status or created.",
-                             code="bad_filter", errors={"sort": ["One of id, -id, status, -status, created, -created."]})
         return self.page(runs, ordering=(column,) if column.endswith("id") else (column, "-id"))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from forge.accounts.tokens import token_create
 from forge.audit import codes
 from forge.audit.models import AuditEvent
 from forge.runs import services
@@ -103,7 +104,7 @@ class TestInbox:
         assert Approval.objects.filter(status=Approval.PENDING).count() == len(runs)
         as_(client, approver)
         call(client, "get", "/api/v1/approvals?limit=1")
-        with django_assert_max_num_queries(10) as few:
+        with django_assert_max_num_queries(5) as few:  # the session, its user, their groups, the inbox, its page
             assert len(call(client, "get", "/api/v1/approvals?limit=2").json()["results"]) == 2
         with django_assert_max_num_queries(len(few.captured_queries)):
             assert len(call(client, "get", "/api/v1/approvals").json()["results"]) == 12
@@ -159,6 +160,17 @@ class TestDecide:
         problem(call(as_(client, request.getfixturevalue(who)), "post", f"/api/v1/approvals/{approval.pk}/decision",
                      {"decision": "approve"}), 403, "forbidden")
         assert unchanged(approval) == before
+
+    def test_a_token_without_approvals_decide_is_refused_for_its_scope(self, client, approver, approval):
+        _, secret = token_create(user=approver, name="reader", scopes=["runs:read"])
+        before = unchanged(approval)
+        problem(call(client, "post", f"/api/v1/approvals/{approval.pk}/decision", {"decision": "approve"},
+                     authorization=f"Bearer {secret}"), 403, "scope-missing")
+        assert unchanged(approval) == before
+        _, deciding = token_create(user=approver, name="decider", scopes=["runs:read", "approvals:decide"])
+        decided = call(client, "post", f"/api/v1/approvals/{approval.pk}/decision", {"decision": "approve"},
+                       authorization=f"Bearer {deciding}")
+        assert decided.status_code == 202, decided.content
 
     def test_the_starter_may_not_approve_their_own_run(self, client, approval, settings):
         settings.FORGE_ALLOW_SELF_APPROVAL = False
