@@ -17,8 +17,8 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from forge.api.base import ApiView, StrictSerializer
 from forge.api.problems import validation_problem
 from forge.api.routes import by_method
-from forge.api.serializers_workflows import MAX_NUMBER, ProblemOut, VersionOut, YamlText
-from forge.errors import Invalid, NotFound
+from forge.api.serializers_workflows import MAX_NUMBER, ProblemOut, Text, VersionOut, YamlText
+from forge.errors import NotFound
 from forge.filters import filtered
 from forge.runs.selectors import runs_for_user
 from forge.schedules.models import Schedule
@@ -26,7 +26,7 @@ from forge.workflows import drafts, editing
 from forge.workflows.filters import WorkflowFilter
 from forge.workflows.models import Workflow, WorkflowVersion
 from forge.workflows.selectors import workflows_for_user
-from forge.workflows.services import WorkflowRejected, workflow_validate, workflow_version_save
+from forge.workflows.services import workflow_validate, workflow_version_save
 
 READ, WRITE = "run.view", "workflow.edit"  # as the console's workflow pages and its editor ask
 
@@ -153,8 +153,7 @@ class WorkflowCreateApi(ApiView):
 
     class Input(StrictSerializer):
         yaml = YamlText()
-        message = serializers.CharField(required=False, default="", allow_blank=True, max_length=2000,
-                                        trim_whitespace=False, help_text="what changed, and why (500 characters)")
+        message = Text(required=False, default="", help_text="what changed, and why: up to 500 characters")
 
     class Output(VersionOut):
         created = serializers.BooleanField(help_text="false: the text was a version already, nothing was added")
@@ -164,11 +163,7 @@ class WorkflowCreateApi(ApiView):
         source = editing.storable(data["yaml"], "the text")
         message = editing.message_of(data["message"])
         started = timezone.now()
-        try:
-            version = workflow_version_save(user=request.user, source=source, message=message)
-        except WorkflowRejected as exc:
-            raise Invalid(str(exc), code="invalid_workflow",
-                          problems=[problem.to_json() for problem in exc.problems]) from None
+        version = workflow_version_save(user=request.user, source=source, message=message)  # 422: its problems
         version.created = version.created_at >= started
         return self.answer(version, status=201 if version.created else 200)
 

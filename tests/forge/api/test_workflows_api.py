@@ -344,3 +344,9 @@ def test_a_retried_save_with_its_idempotency_key_makes_one_version(operator):
     other = client.post(f"{API}/workflows", {"yaml": GREETER_2}, format="json", HTTP_IDEMPOTENCY_KEY="save-1")
     problem(other, 422, "invalid")
     assert WorkflowVersion.objects.filter(workflow__name="greeter").count() == 1
+
+
+def test_a_message_that_is_no_string_is_refused(operator):
+    response = client_of(operator).post(f"{API}/workflows", {"yaml": GREETER, "message": 5}, format="json")
+    problem(response, 400, "bad-request")
+    assert not Workflow.objects.filter(name="greeter").exists()
