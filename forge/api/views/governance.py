@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import models, transaction
+from django.db import IntegrityError, models, transaction
 from django.urls import path
 
 from forge.api.base import ApiView
@@ -67,6 +67,9 @@ class ConfigApi(ApiView):
             config_save(user=self.request.user, instance=instance)
         except ValidationError as exc:
             raise invalid_of(exc) from None
+        except IntegrityError:  # a name taken by a request that committed after the model's check read
+            raise Conflict(f"Another {self.kind.noun} took this name meanwhile; nothing was saved.",
+                           code="name_taken") from None
 
 
 class ConfigListApi(ConfigApi):

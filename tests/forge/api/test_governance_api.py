@@ -270,3 +270,21 @@ def test_only_admins_issue_a_gateways_token(operator):
     problem(send(signed_in(operator), "POST", f"gateways/{gateway.pk}/token"), 403)
     gateway.refresh_from_db()
     assert not gateway.token_hash
+
+
+def test_a_row_is_saved_only_with_its_audit_row(admin, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise RuntimeError("the audit trail could not be written")
+
+    monkeypatch.setattr("forge.governance.services.audit", refuse)
+    with pytest.raises(RuntimeError):
+        send(admin, "POST", "budgets", BUDGETS.add)
+    assert not BudgetEnvelope.objects.exists()
+
+
+def test_a_name_taken_by_a_racing_request_is_a_409(admin, monkeypatch):
+    monkeypatch.setattr(BudgetEnvelope, "validate_unique", lambda self, exclude=None: None)  # the other request
+    send(admin, "POST", "budgets", BUDGETS.add)  # committed after this one's check read the table
+    body = problem(send(admin, "POST", "budgets", BUDGETS.add), 409)
+    assert body["code"] == "name_taken" and BudgetEnvelope.objects.count() == 1
+    assert len(events(codes.BUDGET_CREATED)) == 1

@@ -285,3 +285,13 @@ def test_a_bad_kill_switch_body_changes_nothing(admin_user, body):
 
 def test_the_kill_switch_takes_no_post(admin_user):
     problem(send(signed_in(admin_user), "POST", "kill-switch", {"engaged": True, "reason": "x"}), 405)
+
+
+def test_a_schedule_is_added_only_with_its_audit_row(report, operator, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise RuntimeError("the audit trail could not be written")
+
+    monkeypatch.setattr("forge.schedules.services.audit", refuse)
+    with pytest.raises(RuntimeError):
+        send(signed_in(operator), "POST", "schedules", ADD)
+    assert not Schedule.objects.exists()
