@@ -8,26 +8,6 @@ from rest_framework import serializers
 from engine.secrets import redact_secrets
 from forge.console.secret_args import hider
 
-MAX_ID = 2**63 - 1
-
-
-class StrictText(serializers.CharField):
-    """A JSON string, nothing else: DRF's CharField also takes 5 and 1.5 as "5" and "1.5"."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictInteger(serializers.IntegerField):
-    """A JSON integer, nothing else: DRF's IntegerField also takes "3", 3.0 and true."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
 
 def _hide(run, value):
     """`value` with the run's secret-reading arguments replaced, as the step panel and the log show it."""

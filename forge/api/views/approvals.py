@@ -5,12 +5,12 @@ is refused (403), an unknown approval to those who may is a 404."""
 from __future__ import annotations
 
 from django.urls import path
-from rest_framework import serializers
 
 from engine.interpreter import DECISIONS
 from forge.accounts.roles import DECIDING_SCOPE, require
 from forge.api.base import ApiView, StrictSerializer
-from forge.api.serializers_runs import ApprovalOut, StrictText
+from forge.api.fields import Choice, Words
+from forge.api.serializers_runs import ApprovalOut
 from forge.errors import NotFound
 from forge.runs import services
 from forge.runs.models import Approval
@@ -67,8 +67,8 @@ class ApprovalDecideApi(ApiView):
     Output = ApprovalOut
 
     class Input(StrictSerializer):
-        decision = serializers.ChoiceField(choices=DECISIONS, help_text="one of the approval's `options`")
-        comment = StrictText(max_length=MAX_COMMENT, required=False, default="", allow_blank=True)
+        decision = Choice(choices=DECISIONS, help_text="one of the approval's `options`")
+        comment = Words(max_length=MAX_COMMENT, required=False, default="", allow_blank=True)
 
     def post(self, request, pk: int):
         data = self.read(request)
@@ -83,7 +83,7 @@ class ApprovalReplyApi(ApiView):
     Output = ApprovalOut
 
     class Input(StrictSerializer):
-        text = StrictText(max_length=MAX_REPLY, allow_blank=True, trim_whitespace=False)
+        text = Words(max_length=MAX_REPLY, allow_blank=True, trim_whitespace=False)
 
     def post(self, request, pk: int):
         data = self.read(request)

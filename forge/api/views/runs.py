@@ -13,17 +13,17 @@ from rest_framework import serializers
 
 from forge.accounts.roles import can
 from forge.api.base import ApiView, StrictSerializer
+from forge.api.fields import Whole, Words
 from forge.api.problems import validation_problem
 from forge.api.routes import by_method
-from forge.api.serializers_runs import (
-    MAX_ID, LogEntryOut, RunDetailOut, RunOut, StepAttemptsOut, StepOutputsOut, StrictInteger, StrictText)
+from forge.api.serializers_runs import LogEntryOut, RunDetailOut, RunOut, StepAttemptsOut, StepOutputsOut
 from forge.console.attempts import step_times
 from forge.console.run_log import LEVELS, Query as LogQuery, run_log
 from forge.console.run_view import run_view
 from forge.console.secret_args import hider
 from forge.console.step_panel import step_panel
 from forge.errors import BadRequest, Invalid, NotFound
-from forge.filters import filtered
+from forge.filters import MAX_ID, filtered
 from forge.runs import services
 from forge.runs.filters import SORTS, RunFilter
 from forge.runs.models import RUN_STATUSES, Run, StepResult
@@ -73,8 +73,8 @@ class RunStartApi(ApiView):
     Output = RunOut
 
     class Input(StrictSerializer):
-        workflow = StrictText(max_length=Workflow._meta.get_field("name").max_length)
-        version = StrictInteger(min_value=1, max_value=MAX_ID, required=False,
+        workflow = Words(max_length=Workflow._meta.get_field("name").max_length)
+        version = Whole(min_value=1, max_value=MAX_ID, required=False,
                                 help_text="a version number; the latest when left out")
         args = serializers.DictField(child=serializers.JSONField(), required=False, default=dict,
                                      help_text="the values of the workflow's `args`, as JSON values")
@@ -194,7 +194,7 @@ class RunCancelApi(ApiView):
     Output = RunOut
 
     class Input(StrictSerializer):
-        reason = StrictText(max_length=MAX_REASON, required=False, default="", allow_blank=True)
+        reason = Words(max_length=MAX_REASON, required=False, default="", allow_blank=True)
 
     def post(self, request, pk: int):
         data = self.read(request)
@@ -244,8 +244,8 @@ class RunRestartApi(ApiView):
     Output = RunOut
 
     class Input(StrictSerializer):
-        step = StrictText(max_length=MAX_STEP)
-        plan = StrictText(max_length=64, help_text="the restart plan's fingerprint")
+        step = Words(max_length=MAX_STEP)
+        plan = Words(max_length=64, help_text="the restart plan's fingerprint")
 
     def post(self, request, pk: int):
         data = self.read(request)
