@@ -3,6 +3,7 @@ in the editor, and input fields that take exactly one JSON type (DRF's would tur
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from forge.workflows.services import MAX_SOURCE_BYTES
@@ -64,3 +65,37 @@ class TextStateOut(serializers.Serializer):
     valid = serializers.BooleanField()
     outline = serializers.JSONField(help_text="the text's steps and edges, as the editor's graph draws them")
     dirty = serializers.BooleanField(help_text="whether the draft holds text no version has")
+
+
+_STEP_ID = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"}
+_AFTER = {"type": ["string", "null"], "description": "the step to insert after; the end when left out or null"}
+_FIELD_OF = {"type": ["string", "null"], "description": "the step whose field it is; null for the document's own"}
+_PATH = {"type": "array", "minItems": 1,
+         "items": {"oneOf": [{"type": "string"}, {"type": "integer", "minimum": 0}]},
+         "description": 'keys and list indexes from the step (or the document), e.g. ["retry", "max_retries"]'}
+_EDGE = ({"from": _STEP_ID, "to": _STEP_ID}, {})
+# op -> (its required fields, its optional fields): the patch engine's own (engine/edit/patches.py), which checks
+# every patch; a test keeps the two the same.
+PATCH_FIELDS: dict[str, tuple[dict, dict]] = {
+    "step.add": ({"step": {"type": "object", "description": "the new step's fields, its id among them"}},
+                 {"after": _AFTER}),
+    "step.remove": ({"id": _STEP_ID}, {}),
+    "selection.remove": ({"ids": {"type": "array", "minItems": 1, "items": _STEP_ID}}, {}),
+    "step.rename": ({"id": _STEP_ID, "to": _STEP_ID}, {}),
+    "step.duplicate": ({"id": _STEP_ID}, {}),
+    "edge.add": _EDGE,
+    "edge.remove": _EDGE,
+    "field.set": ({"id": _FIELD_OF, "path": _PATH, "value": {"description": "any JSON value"}}, {}),
+    "field.unset": ({"id": _FIELD_OF, "path": _PATH}, {}),
+    "selection.paste": ({"yaml": {"type": "string", "description": "the steps, as YAML"}}, {"after": _AFTER}),
+}
+
+
+def _patch_schema(op: str, required: dict, optional: dict) -> dict:
+    return {"type": "object", "title": op, "additionalProperties": False, "required": ["op", *required],
+            "properties": {"op": {"const": op}, **required, **optional}}
+
+
+@extend_schema_field({"oneOf": [_patch_schema(op, *fields) for op, fields in PATCH_FIELDS.items()]})
+class PatchOp(serializers.DictField):
+    """A typed patch: an object naming its `op`, checked field by field by the patch engine as it applies."""

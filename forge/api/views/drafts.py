@@ -10,7 +10,7 @@ from rest_framework import serializers
 from forge.api.base import ApiView, StrictSerializer
 from forge.api.fields import Whole
 from forge.api.routes import by_method
-from forge.api.serializers_workflows import Text, TextStateOut, VersionOut
+from forge.api.serializers_workflows import PatchOp, Text, TextStateOut, VersionOut
 from forge.api.views.workflows import WRITE, workflow_named
 from forge.errors import NotFound
 from forge.workflows import drafts, editing
@@ -117,7 +117,7 @@ class DraftPatchApi(ApiView):
     action = WRITE
 
     class Input(RevisionInput):
-        op = serializers.DictField(help_text='the patch, e.g. {"op": "step.rename", "id": "a", "to": "b"}')
+        op = PatchOp(help_text='the patch, e.g. {"op": "step.rename", "id": "a", "to": "b"}')
         text = Text(required=False, help_text="the text to patch; the draft's when left out")
 
     class Output(TextStateOut):

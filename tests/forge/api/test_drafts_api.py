@@ -3,9 +3,12 @@ endpoints, a draft only its owner's, and every bad request a problem that change
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from forge.workflows.editing import draft_open
+from forge.api.serializers_workflows import PATCH_FIELDS
+from forge.workflows.editing import MAX_NEW_DRAFTS, draft_open
 from forge.workflows.models import Draft, Workflow
 from forge.workflows.services import workflow_version_save
 from tests.forge.api.test_workflows_api import API, GREETER, GREETER_2, client_of, problem
@@ -222,3 +225,45 @@ def test_a_discarded_draft_is_gone_and_anothers_cannot_be_discarded(operator, ad
     assert not Draft.objects.filter(pk=draft.pk).exists()
     refused(client_of(operator).get(f"{API}/drafts/{draft.pk}"), 404, "not-found")
     refused(client_of(operator).delete(f"{API}/drafts/{draft.pk}"), 404, "not-found")
+
+
+def test_the_documented_patches_are_the_patch_engines():
+    from engine.edit.patches import _KEYS
+
+    assert {op: (set(required), set(optional)) for op, (required, optional) in PATCH_FIELDS.items()} == _KEYS
+
+
+@pytest.mark.parametrize("op", [
+    {"op": "step.add", "step": {"id": "bye", "agent": "mock", "command": "echo bye"}, "after": "hello"},
+    {"op": "step.duplicate", "id": "hello"},
+    {"op": "selection.paste", "yaml": "- id: extra\n  agent: mock\n  command: echo\n"},
+    {"op": "field.set", "id": None, "path": ["description"], "value": "Says hi"},
+    {"op": "field.unset", "id": "hello", "path": ["command"]},
+    {"op": "selection.remove", "ids": ["shout"]},
+    {"op": "edge.add", "from": "hello", "to": "shout"},
+])
+def test_each_kind_of_patch_applies_through_the_api(operator, draft, op):
+    response = client_of(operator).post(f"{API}/drafts/{draft.pk}/patches",
+                                        {"op": op, "revision": 1, "text": GREETER_2}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["text"] != GREETER_2 and "# the first step" in response.json()["text"]
+    draft.refresh_from_db()
+    assert draft.text == response.json()["text"]
+
+
+def test_a_new_workflow_draft_past_the_limit_is_a_409_naming_the_oldest(operator):
+    client = client_of(operator)
+    for n in range(MAX_NEW_DRAFTS):
+        assert client.post(f"{API}/drafts", {"text": f"name: n{n}\n"}, format="json").status_code == 201
+    body = refused(client.post(f"{API}/drafts", {"text": "name: one_more\n"}, format="json"), 409, "conflict")
+    assert body["code"] == "too_many_drafts"
+    assert Draft.objects.filter(user=operator).count() == MAX_NEW_DRAFTS
+
+
+def test_a_20_mib_text_is_refused_before_it_is_read(operator, draft):
+    before = world_state()
+    response = client_of(operator).generic("PUT", f"{API}/drafts/{draft.pk}/text",
+                                           json.dumps({"text": "#" * (20 * 1_048_576), "revision": 1}),
+                                           content_type="application/json")
+    refused(response, 413, "too-large")
+    assert world_state() == before
