@@ -1,13 +1,16 @@
 """Input fields that take exactly one JSON type and bound it (DRF's own would turn "true" into True, 1.0 into 1 and
-1e400 into infinity), and the turn of a model's ValidationError into the API's problem."""
+1e400 into infinity), a redacted value sent back put back as stored, and the turn of a model's ValidationError into
+the API's problem."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from rest_framework import serializers
 
+from engine.secrets import redact_secrets
 from forge.errors import Invalid
 from forge.governance.validators import kept_json
 
@@ -89,3 +92,20 @@ def invalid_of(exc: ValidationError, *, code: str = "invalid_fields") -> Invalid
     count = sum(len(each) for each in errors.values())
     more = f" (and {count - 1} more)" if count > 1 else ""
     return Invalid(f"{where}{messages[0]}{more}", code=code, errors=errors)
+
+
+def restore_redacted(sent: Any, stored: Any) -> Any:
+    """`sent` with every part that equals the answer's redacted form of `stored` put back to the stored value:
+    a configuration read and sent back unchanged keeps its secrets rather than storing "[redacted]"."""
+    return _restore(sent, stored, redact_secrets(stored))
+
+
+def _restore(sent: Any, stored: Any, shown: Any) -> Any:
+    if sent == shown and shown != stored:
+        return stored
+    if isinstance(sent, dict) and isinstance(stored, dict) and isinstance(shown, dict):
+        return {key: _restore(value, stored[key], shown[key]) if key in stored else value
+                for key, value in sent.items()}
+    if isinstance(sent, list) and isinstance(stored, list) and isinstance(shown, list):
+        return [_restore(value, stored[i], shown[i]) if i < len(stored) else value for i, value in enumerate(sent)]
+    return sent

@@ -4,7 +4,7 @@ API takes what the admin's forms take; the models' `clean` and the services chec
 
 Nothing secret is answered: a gateway's token hash never (its `has_token` says whether one is set), and every row
 as the audit trail shows it (engine.secrets.redact_secrets: an environment or header value, a URL's password or
-query). A redacted value sent back as it was answered keeps the stored value (`restore_redacted`)."""
+query). A redacted value sent back as it was answered keeps the stored value (forge/api/fields.restore_redacted)."""
 
 from __future__ import annotations
 
@@ -51,23 +51,6 @@ def model_input(model: type[models.Model], names: tuple[str, ...], **more: seria
     """A StrictSerializer of `names` of `model`'s fields, and `more`."""
     fields = {name: input_field(model._meta.get_field(name)) for name in names}
     return type(f"{model.__name__}In", (StrictSerializer,), {**fields, **more})
-
-
-def restore_redacted(sent: Any, stored: Any) -> Any:
-    """`sent` with every part that equals the answer's redacted form of `stored` put back to the stored value:
-    a configuration read and sent back unchanged keeps its secrets rather than storing "[redacted]"."""
-    return _restore(sent, stored, redact_secrets(stored))
-
-
-def _restore(sent: Any, stored: Any, shown: Any) -> Any:
-    if sent == shown and shown != stored:
-        return stored
-    if isinstance(sent, dict) and isinstance(stored, dict) and isinstance(shown, dict):
-        return {key: _restore(value, stored[key], shown[key]) if key in stored else value
-                for key, value in sent.items()}
-    if isinstance(sent, list) and isinstance(stored, list) and isinstance(shown, list):
-        return [_restore(value, stored[i], shown[i]) if i < len(stored) else value for i, value in enumerate(sent)]
-    return sent
 
 
 class Shown(serializers.Serializer):

@@ -14,11 +14,11 @@ from django.db import IntegrityError, models, transaction
 from django.urls import path
 
 from forge.api.base import ApiView
-from forge.api.fields import invalid_of
+from forge.api.fields import invalid_of, restore_redacted
 from forge.api.routes import by_method
 from forge.api.serializers_governance import (
     AgentIn, AgentOut, BudgetIn, BudgetOut, GatewayIn, GatewayOut, LibraryIn, LibraryOut, PolicyIn, PolicyOut,
-    TokenIssuedOut, restore_redacted)
+    TokenIssuedOut)
 from forge.errors import Conflict, Invalid, NotFound
 from forge.governance.models import Agent, BudgetEnvelope, Gateway, Policy
 from forge.governance.services import agent_gateways_set, config_delete, config_save, gateway_token_issue

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from django.urls import path
 
 from forge.api.base import ApiView
+from forge.api.fields import restore_redacted
 from forge.api.routes import by_method
 from forge.api.serializers_schedules import KillSwitchIn, KillSwitchOut, ScheduleChangeIn, ScheduleIn, ScheduleOut
 from forge.errors import NotFound
@@ -94,7 +95,9 @@ class ScheduleChangeApi(ApiView):
 
     def patch(self, request, pk: int):
         schedule = schedule_of(request, pk)
-        data = self.read(request, partial=True)
+        data = dict(self.read(request, partial=True))
+        if "args" in data:  # an argument answered redacted and sent back as it was keeps its value
+            data["args"] = restore_redacted(data["args"], schedule.args)
         with refusals():
             changed = services.schedule_update(user=request.user, schedule=schedule, **data)
         return self.answer(fresh(changed))

@@ -237,6 +237,12 @@ def test_a_schedule_answers_its_secret_arguments_redacted_and_keeps_them(report,
     assert answer.status_code == 201, answer.content
     assert "s3cret-value" not in answer.content.decode()
     assert Schedule.objects.get().args == {"api_token": "s3cret-value"}
+    shown = answer.json()["args"]
+    assert shown == {"api_token": "[redacted]"}
+    changed = send(signed_in(operator), "PATCH", f"schedules/{answer.json()['id']}", {"args": shown,
+                                                                                    "cron": "@hourly"})
+    assert changed.status_code == 200, changed.content
+    assert Schedule.objects.get().args == {"api_token": "s3cret-value"}
 
 
 # -- the kill switch ---------------------------------------------------------------------------------------------
