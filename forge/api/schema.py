@@ -11,13 +11,24 @@ from drf_spectacular.generators import EndpointEnumerator, SchemaGenerator
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import get_doc
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, inline_serializer
 from rest_framework import serializers
 
 from forge.api.idempotency import HEADER, MAX_KEY, WRITES
 from forge.api.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from forge.api.problems import PROBLEM_JSON
 
+PROBLEMS_SAID = {
+    400: "The request is malformed: a field, a parameter, the body or the Idempotency-Key.",
+    401: "Not signed in, or the token is unknown, expired or revoked.",
+    403: "The person's groups, or the token's scopes, do not allow it.",
+    404: "No such object, or none the person may see.",
+    409: "The object's state does not allow it now, or a request with this Idempotency-Key is still being handled.",
+    413: "The body is too large.",
+    415: "The body is not application/json.",
+    422: "The values cannot be taken, or this Idempotency-Key was used for another request.",
+    429: "Too many requests: Retry-After says when to come back.",
+}
 READ_PROBLEMS = (400, 401, 403, 404, 429)
 WRITE_PROBLEMS = READ_PROBLEMS + (409, 413, 415, 422)
 
@@ -53,8 +64,8 @@ class ForgeAutoSchema(AutoSchema):
             return super().get_description()
         return get_doc(getattr(self.view, self.method.lower(), None)) or get_doc(type(self.view))
 
-    def _is_list_view(self, serializer=None) -> bool:
-        return self.view.paged if self._forge_view() else super()._is_list_view(serializer)
+    def _is_list_view(self, serializer=None) -> bool:  # a page is one object: get_response_serializers says it
+        return False if self._forge_view() else super()._is_list_view(serializer)
 
     def _is_create_operation(self) -> bool:
         return False if self._forge_view() else super()._is_create_operation()
@@ -105,7 +116,8 @@ class ForgeAutoSchema(AutoSchema):
             parameters += [
                 OpenApiParameter("cursor", OpenApiTypes.STR, OpenApiParameter.QUERY, required=False,
                                  description="The page to answer: from a `next` or `previous` link."),
-                OpenApiParameter("limit", OpenApiTypes.INT, OpenApiParameter.QUERY, required=False,
+                OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                                           "default": DEFAULT_LIMIT}, OpenApiParameter.QUERY, required=False,
                                  description=f"Items per page, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})."),
             ]
         return parameters
@@ -116,8 +128,8 @@ class ForgeAutoSchema(AutoSchema):
             return bodies
         for status in WRITE_PROBLEMS if self.method in WRITES else READ_PROBLEMS:
             if str(status) not in bodies:
-                bodies[str(status)] = self._get_response_for_code(ProblemSerializer, str(status), [PROBLEM_JSON],
-                                                                  direction)
+                said = OpenApiResponse(ProblemSerializer, description=PROBLEMS_SAID[status])
+                bodies[str(status)] = self._get_response_for_code(said, str(status), [PROBLEM_JSON], direction)
         return bodies
 
 
@@ -159,3 +171,20 @@ class ForgeEndpointEnumerator(EndpointEnumerator):
 
 class ForgeSchemaGenerator(SchemaGenerator):
     endpoint_inspector_cls = ForgeEndpointEnumerator
+
+
+def openapi_document() -> tuple[bytes, list[str]]:
+    """The API's OpenAPI document as YAML (what docs/api/openapi.yaml holds), and the generator's warnings and
+    errors, each a sentence."""
+    from drf_spectacular.drainage import GENERATOR_STATS
+    from drf_spectacular.renderers import OpenApiYamlRenderer
+    from drf_spectacular.validation import validate_schema
+
+    GENERATOR_STATS.reset()
+    with GENERATOR_STATS.silence():
+        schema = ForgeSchemaGenerator().get_schema(request=None, public=True)
+    validate_schema(schema)
+    said = [f"warning: {text}" for text in GENERATOR_STATS._warn_cache] + [
+        f"error: {text}" for text in GENERATOR_STATS._error_cache]
+    GENERATOR_STATS.reset()
+    return OpenApiYamlRenderer().render(schema, renderer_context={}), said

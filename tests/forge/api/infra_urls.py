@@ -2,7 +2,9 @@
 infra_views, with the API's 404 for any other /api/v1/ path."""
 
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
+
+from forge.api.docs import api_docs
 
 from forge.api.problems import not_found
 from tests.forge.api import infra_views as views
@@ -10,7 +12,7 @@ from tests.forge.api import infra_views as views
 api = [
     path("", include("forge.api.views.me")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("docs/", api_docs, name="api-docs"),
     path("test/groups", views.GroupMakeApi.as_view()),
     path("test/refuse", views.RefuseApi.as_view()),
     path("test/people", views.PeopleApi.as_view()),
