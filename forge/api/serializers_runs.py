@@ -3,6 +3,8 @@ with every argument that reads as a secret redacted as the console redacts it (f
 
 from __future__ import annotations
 
+import json
+
 from rest_framework import serializers
 
 from engine.secrets import redact_secrets
@@ -131,8 +133,40 @@ class StepAttemptsOut(serializers.Serializer):
         return WaitOut(times.waits, many=True).data
 
 
+class CallOut(serializers.Serializer):
+    """One call of a loop step (spec section 9), as the step panel lists it (secrets already hidden there)."""
+
+    name = serializers.CharField(help_text="review, review_fix_1, ask_iter_1, ...")
+    kind = serializers.CharField(help_text="iteration, review or fix")
+    iteration = serializers.IntegerField()
+    cycle = serializers.IntegerField(allow_null=True)
+    attempt = serializers.IntegerField()
+    agent = serializers.CharField()
+    command = serializers.CharField()
+    stdout = serializers.CharField()
+    outputs = serializers.SerializerMethodField()
+    verdict = serializers.CharField(allow_null=True)
+    reply = serializers.CharField(allow_null=True, help_text="the answer that followed the iteration")
+    reply_by = serializers.CharField()
+    seconds = serializers.FloatField(allow_null=True)
+    cost = serializers.FloatField()
+    tokens = serializers.IntegerField()
+
+    def get_outputs(self, call) -> dict | None:
+        return json.loads(call.outputs) if call.outputs else None  # the panel's JSON text, read back
+
+
+class ArtifactOut(serializers.Serializer):
+    path = serializers.CharField()
+    size = serializers.IntegerField()
+    sha256 = serializers.CharField()
+    attempt = serializers.IntegerField()
+    iteration = serializers.IntegerField()
+
+
 class StepOutputsOut(serializers.Serializer):
-    """What a step was given and returned, and what its current attempt printed (the step panel's)."""
+    """What a step was given and returned, what its current attempt printed, a loop step's calls and the artifacts
+    it kept (the step panel's)."""
 
     step = serializers.CharField(source="row.step")
     status = serializers.CharField(source="row.status")
@@ -141,6 +175,8 @@ class StepOutputsOut(serializers.Serializer):
     given = serializers.SerializerMethodField()
     stdout = serializers.CharField()
     stderr = serializers.CharField(source="printed_stderr")
+    calls = CallOut(many=True)
+    artifacts = ArtifactOut(many=True)
 
     def get_outputs(self, panel) -> dict | None:
         return _hide(panel.run, panel.row.outputs)

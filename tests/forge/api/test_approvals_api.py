@@ -210,6 +210,10 @@ class TestReply:
         fast_forward(reply_request.run)
         reply_request.refresh_from_db()
         assert (reply_request.status, reply_request.reply) == ("answered", "  Friday, 17:00\n")
+        calls = call(client, "get", f"/api/v1/runs/{reply_request.run_id}/steps/ask/outputs").json()["calls"]
+        assert [(c["name"], c["stdout"], c["reply"]) for c in calls] == [
+            ("ask_iter_1", "What is the deadline?", "  Friday, 17:00\n"), ("ask_iter_2", "Thanks.", None)]
+        assert calls[0]["outputs"] == {"question": "deadline"} and calls[0]["reply_by"] == "olive"
 
     @pytest.mark.parametrize("body, status", [({"text": 5}, 400), ({}, 400), ({"text": "x", "as": "bob"}, 400),
                                               ({"text": "x" * 65537}, 400), ({"text": ""}, 422),
