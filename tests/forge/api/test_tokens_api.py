@@ -132,3 +132,16 @@ def test_service_account_refusals(admin_user, operator):
                    403)["type"].endswith("/scope-missing")
     assert list(User.objects.filter(service_account__isnull=False).values_list("username", flat=True)) == ["bot"]
     assert not ApiToken.objects.filter(user__username="bot").exists()
+
+
+def test_a_secret_is_never_kept_for_an_idempotent_replay(operator, admin_user):
+    from forge.api.models import IdempotencyKey
+
+    service_account_create(user=admin_user, username="bot")
+    for client, path in ((signed_in(operator), "me/tokens"), (signed_in(admin_user), "service-accounts/bot/tokens")):
+        for _ in range(2):
+            answer = client.post(f"/api/v1/{path}", MAKE, format="json", HTTP_IDEMPOTENCY_KEY="make-1")
+            assert answer.status_code == 201 and answer.json()["secret"].startswith("forge_pat_")
+            assert not answer.has_header("Idempotent-Replayed")
+    assert ApiToken.objects.count() == 4
+    assert not [row for row in IdempotencyKey.objects.all() if b"forge_pat_" in bytes(row.body or b"")]
