@@ -29,22 +29,22 @@ def _user_for(header: str):
     if not parts or parts[0].lower() != KEYWORD.lower():
         return None
     if len(parts) != 2:
-        raise Unauthenticated("the Authorization header must be 'Bearer' and the token, with one space between",
+        raise Unauthenticated("The Authorization header must be 'Bearer' and the token, with one space between.",
                               code="token_malformed")
     token = token_for_secret(parts[1])
     now = timezone.now()
     if token is None:
-        raise Unauthenticated("the token is unknown: check that it was copied whole, or make a new one",
+        raise Unauthenticated("The token is unknown: check that it was copied whole, or make a new one.",
                               code="token_unknown")
     if token.revoked_at is not None:
-        raise Unauthenticated(f"the token {token.prefix}… was revoked on {_when(token.revoked_at)}",
+        raise Unauthenticated(f"The token {token.prefix}… was revoked on {_when(token.revoked_at)}.",
                               code="token_revoked")
     if token.expires_at <= now:
-        raise Unauthenticated(f"the token {token.prefix}… expired on {_when(token.expires_at)}: make a new one",
+        raise Unauthenticated(f"The token {token.prefix}… expired on {_when(token.expires_at)}: make a new one.",
                               code="token_expired")
     user = token.user
     if not user.is_active:
-        raise Unauthenticated(f"the token's owner, {user.get_username()}, is inactive", code="owner_inactive")
+        raise Unauthenticated(f"The token's owner, {user.get_username()}, is inactive.", code="owner_inactive")
     token_touch(token, now)
     user.forge_token = token
     return user

@@ -75,19 +75,19 @@ def test_a_token_is_refused_saying_why(client, operator, clock):
     revoked, revoked_secret = token_create(user=operator, name="revoked", scopes=["runs:read"])
     token_revoke(user=operator, token=revoked)
     short, short_secret = token_create(user=operator, name="short", scopes=["runs:read"], days=1)
-    assert "the token is unknown" in refused(client, "Bearer forge_pat_" + "A" * 43)
-    assert "the token is unknown" in refused(client, f"Bearer {secret[:-2]}")
-    assert "the token is unknown" in refused(client, "Bearer not-a-forge-token")
-    assert "the token is unknown" in refused(client, "Bearer forge_pat_" + "x" * 10_000)
-    assert "must be 'Bearer' and the token" in refused(client, "Bearer")
-    assert "must be 'Bearer' and the token" in refused(client, f"Bearer {secret} {secret}")
-    assert f"the token {revoked.prefix}… was revoked on " in refused(client, f"Bearer {revoked_secret}")
+    assert "The token is unknown" in refused(client, "Bearer forge_pat_" + "A" * 43)
+    assert "The token is unknown" in refused(client, f"Bearer {secret[:-2]}")
+    assert "The token is unknown" in refused(client, "Bearer not-a-forge-token")
+    assert "The token is unknown" in refused(client, "Bearer forge_pat_" + "x" * 10_000)
+    assert "The Authorization header must be 'Bearer' and the token" in refused(client, "Bearer")
+    assert "The Authorization header must be 'Bearer' and the token" in refused(client, f"Bearer {secret} {secret}")
+    assert f"The token {revoked.prefix}… was revoked on " in refused(client, f"Bearer {revoked_secret}")
     clock[0] += timedelta(days=1)
-    assert f"the token {short.prefix}… expired on " in refused(client, f"Bearer {short_secret}")
+    assert f"The token {short.prefix}… expired on " in refused(client, f"Bearer {short_secret}")
     assert ask(client, f"Bearer {secret}").status_code == 200
     operator.is_active = False
     operator.save()
-    assert "the token's owner, olive, is inactive" in refused(client, f"Bearer {secret}")
+    assert "The token's owner, olive, is inactive." in refused(client, f"Bearer {secret}")
 
 
 def test_without_a_bearer_header_the_other_ways_to_sign_in_are_asked(client, operator):
@@ -123,5 +123,5 @@ def test_a_plain_view_reads_the_same_rules(operator):
     with pytest.raises(Unauthenticated, match="was revoked on") as refusal:
         user_for_bearer(factory.get("/", HTTP_AUTHORIZATION=f"Bearer {secret}"))
     assert refusal.value.code == "token_revoked"
-    with pytest.raises(Unauthenticated, match="the token is unknown"):
+    with pytest.raises(Unauthenticated, match="The token is unknown"):
         user_for_bearer(factory.get("/", HTTP_AUTHORIZATION="Bearer forge_pat_nope"))
