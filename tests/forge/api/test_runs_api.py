@@ -65,6 +65,14 @@ steps:
   - {id: after, agent: mock, command: after, depends_on: [sign_off]}
 """
 
+PRINTS = """
+name: prints
+args:
+  api_token: {type: string}
+steps:
+  - {id: show, agent: shell, command: "printf 'using %s' ${args.api_token}"}
+"""
+
 
 def call(client: Client, method: str, url: str, body=None, **headers):
     """A JSON request to the API; `body` a value (sent as JSON) or bytes (sent as they are)."""
@@ -262,6 +270,18 @@ class TestDetail:
             assert TOKEN not in response.content.decode(), url
         given = call(client, "get", f"/api/v1/runs/{done.pk}/steps/hello/outputs").json()["given"]
         assert "[redacted]" in json.dumps(given)
+
+    def test_a_secret_a_shell_step_printed_is_hidden_in_its_outputs_and_log(
+            self, client, approver, operator, save_workflow, django_capture_on_commit_callbacks):
+        with django_capture_on_commit_callbacks(execute=True):  # the shell step runs in the worker, on commit
+            run = services.run_start(user=operator, version=save_workflow(PRINTS), args={"api_token": TOKEN})
+        run = fast_forward(run)
+        assert run.status == "completed"
+        as_(client, approver)
+        outputs = call(client, "get", f"/api/v1/runs/{run.pk}/steps/show/outputs").json()
+        assert outputs["stdout"] == "using [redacted]"
+        log = call(client, "get", f"/api/v1/runs/{run.pk}/steps/show/log").content.decode()
+        assert "using [redacted]" in log and TOKEN not in log
 
     @pytest.mark.parametrize("url", ["/api/v1/runs/999999", "/api/v1/runs/abc", f"/api/v1/runs/{2**70}",
                                      "/api/v1/runs/-1", "/api/v1/runs/999999/steps/hello/log",
