@@ -43,6 +43,7 @@ HEARTBEAT_S = 15.0
 RECHECK_S = 5.0  # a stream per script, not one page per person: not every second, as the sockets' batched check
 LAYER_TIMEOUT_S = 30  # longer than the pool's wait for a free connection (settings.CHANNEL_LAYERS)
 KEEP_ALIVE = ": keep-alive\n\n"
+RUN = "run"  # the kind of the run's own events (forge/runtime/rounds.py), its last among them
 
 
 def wants_event_stream(accept: str) -> bool:
@@ -101,6 +102,7 @@ class _Reader:
 
     def __init__(self, run_id: int, after: int):
         self.run_id, self.last = run_id, after
+        self.read_run_event = False  # since it was last reset: one of the run's own events was read
 
     async def snapshot(self) -> str | None:
         gap = await database_sync_to_async(stream.snapshot_if_too_far)(self.run_id, self.last)
@@ -115,6 +117,7 @@ class _Reader:
             found = await database_sync_to_async(stream.event_texts)(self.run_id, self.last)
             if found:
                 self.last = found[-1][0]
+                self.read_run_event = self.read_run_event or any(kind == RUN for _, kind, _ in found)
                 yield "".join(message(event_id, kind, text) for event_id, kind, text in found)
             if len(found) < stream.CHUNK:
                 return
@@ -141,15 +144,18 @@ async def _events(run_id: int, after: int, user_id: int, allowed: Callable[[], b
         if (snapshot := await reader.snapshot()) is not None:
             yield snapshot
         said_at = checked_at = loop.time()
+        unheard = True  # the first read, or a re-read nothing woke: the run may have ended without being heard
         while True:
             try:
                 async for text in reader.pending():
                     yield text
                     said_at = loop.time()
-                if await database_sync_to_async(stream.run_ended)(run_id):
+                # A run ends with a `run` event committed with its status: a wake-up that read none needs no look.
+                if (unheard or reader.read_run_event) and await database_sync_to_async(stream.run_ended)(run_id):
                     async for text in reader.pending():  # the final round's events, committed with its status
                         yield text
                     return
+                reader.read_run_event = False
                 if heard.check or loop.time() - checked_at >= RECHECK_S:
                     heard.check, checked_at = False, loop.time()
                     if not await database_sync_to_async(allowed)():
@@ -160,8 +166,9 @@ async def _events(run_id: int, after: int, user_id: int, allowed: Callable[[], b
             wait = min(settings.FORGE_LIVE_POLL_S, HEARTBEAT_S - (now - said_at), RECHECK_S - (now - checked_at))
             try:
                 await asyncio.wait_for(heard.woken.wait(), max(0.0, wait))
+                unheard = False
             except asyncio.TimeoutError:
-                pass  # the safety re-read: a wake-up lost (a full layer, no Redis) costs one interval
+                unheard = True  # the safety re-read: a wake-up lost (a full layer, no Redis) costs one interval
             heard.woken.clear()
             if loop.time() - said_at >= HEARTBEAT_S:
                 yield KEEP_ALIVE
