@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from django.core.exceptions import ValidationError
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -24,6 +25,7 @@ from forge.console.secret_args import hider
 from forge.console.step_panel import step_panel
 from forge.errors import BadRequest, Invalid, NotFound
 from forge.filters import MAX_ID, filtered
+from forge.governance.validators import kept_json
 from forge.runs import services
 from forge.runs.filters import SORTS, RunFilter
 from forge.runs.models import RUN_STATUSES, Run, StepResult
@@ -78,6 +80,15 @@ class RunStartApi(ApiView):
                                 help_text="a version number; the latest when left out")
         args = serializers.DictField(child=serializers.JSONField(), required=False, default=dict,
                                      help_text="the values of the workflow's `args`, as JSON values")
+
+        def validate_args(self, value):
+            """Values both databases keep (no NUL, unpaired surrogate or integer past 64 bits), before the engine's
+            own rules judge them against the workflow's `args`."""
+            try:
+                kept_json(value)
+            except ValidationError as exc:
+                raise serializers.ValidationError(exc.messages) from None
+            return value
 
     def post(self, request):
         data = self.read(request)

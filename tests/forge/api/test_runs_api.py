@@ -166,6 +166,11 @@ class TestStart:
         ({"workflow": "greet", "args": {}}, 422),  # `who` is required
         ({"workflow": "greet", "args": {"who": "bo", "whom": "cy"}}, 422),  # not declared
         ({"workflow": "greet", "args": {"who": "bo", "times": "many"}}, 422),
+        ({"workflow": "greet", "args": {"who": "bo", "times": 2**70}}, 400),  # no database keeps it
+        ({"workflow": "greet", "args": {"who": "a\u0000b"}}, 400),  # nor a NUL
+        ('{"workflow": "greet", "args": {"who": "\\ud800"}}', 400),  # nor an unpaired surrogate
+        ('{"workflow": "greet", "args": {"\\ud800": "bo"}}', 400),
+        ('{"workflow": "greet", "args": {"who": "bo", "times": NaN}}', 400),
         ({"workflow": "greet", "args": {"who": "b" * 70_000}}, 413),  # past FORGE_MAX_ARGS_BYTES
         ({"workflow": "nope", "args": {"who": "bo"}}, 404),
         ({"workflow": "greet", "version": 99, "args": {"who": "bo"}}, 404),
@@ -351,7 +356,8 @@ class TestCancel:
         problem(call(as_(client, operator), "post", f"/api/v1/runs/{done.pk}/cancel", {}), 409)
         assert not RunInput.objects.filter(run=done, key="cancel").exists()
 
-    @pytest.mark.parametrize("body", [{"reason": "x" * 2001}, {"reason": 5}, {"why": "x"}, [], "nope"])
+    @pytest.mark.parametrize("body", [{"reason": "x" * 2001}, {"reason": 5}, {"why": "x"}, [], "nope",
+                                      {"reason": "a\u0000b"}, {"reason": None}])
     def test_a_bad_body_cancels_nothing(self, client, operator, waiting, body):
         problem(call(as_(client, operator), "post", f"/api/v1/runs/{waiting.pk}/cancel", body), 400)
         assert not RunInput.objects.filter(run=waiting, key="cancel").exists()
