@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from axes.helpers import get_cool_off
-from django.core.exceptions import PermissionDenied
 from django.db.models import Max, Sum
 
 from forge.accounts.models import LoginFailure
 from forge.accounts.throttle import standing
+from forge.errors import Forbidden
 
 VIEW_PERMISSION = "forge_accounts.view_loginfailure"
 
@@ -18,7 +18,7 @@ def failed_logins(*, user, now: datetime) -> list[dict]:
     """The failed logins still counted, one row per user name and address, most recent first, each with when
     its lockout ends (None: not locked). `user` None is the system itself."""
     if user is not None and not user.has_perm(VIEW_PERMISSION):
-        raise PermissionDenied("you may not see failed logins")
+        raise Forbidden("you may not see failed logins")
     pairs = (LoginFailure.objects.filter(attempt_time__gt=now - get_cool_off())
              .values("username", "ip_address").annotate(failures=Sum("failures_since_start"), last=Max("attempt_time"))
              .order_by("-last", "username", "ip_address"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Sum
 
@@ -10,12 +9,17 @@ from forge.accounts.models import LoginFailure
 from forge.accounts.throttle import normal_address, normal_username
 from forge.audit import codes
 from forge.audit.services import audit
+from forge.errors import Forbidden, Invalid, NotFound
 
 LIFT_PERMISSION = "forge_accounts.delete_loginfailure"  # the Admins group holds it (forge/accounts/apps.py)
 
 
-class LockoutRejected(ValueError):
+class LockoutRejected(Invalid):
     """A lift that cannot be carried out as asked; nothing changed."""
+
+
+class LockoutNotFound(NotFound, LockoutRejected):
+    """No failed login matches what was named (another Admin may have lifted it meanwhile)."""
 
 
 def lockout_lift(*, user, username: str | None = None, address: str | None = None) -> int:
@@ -26,11 +30,11 @@ def lockout_lift(*, user, username: str | None = None, address: str | None = Non
     itself (the `forge` command on the server).
 
     Raises:
-        PermissionDenied: `user` may not lift lockouts.
+        Forbidden: `user` may not lift lockouts.
         LockoutRejected: neither is given, the address is not one, or no failed login matches.
     """
     if user is not None and not user.has_perm(LIFT_PERMISSION):
-        raise PermissionDenied("you may not lift login lockouts")
+        raise Forbidden("you may not lift login lockouts")
     if not username and not address:
         raise LockoutRejected("name an account, an address or both")
     filters, what = {}, []
@@ -46,7 +50,7 @@ def lockout_lift(*, user, username: str | None = None, address: str | None = Non
         rows = LoginFailure.objects.select_for_update().filter(**filters)
         failures = rows.aggregate(n=Sum("failures_since_start"))["n"] or 0
         if not failures:
-            raise LockoutRejected(f"no failed logins are recorded for {' from '.join(what)}")
+            raise LockoutNotFound(f"no failed logins are recorded for {' from '.join(what)}")
         rows.delete()
         audit(codes.LOGIN_LOCKOUT_LIFTED, user=user,
               target=f"account:{filters['username']}" if username else f"address:{filters['ip_address']}",

@@ -32,6 +32,7 @@ from engine.executors.gateway_result import GatewayResult, Malformed, load_json,
 from forge.audit import codes
 from forge.audit.models import AuditEvent
 from forge.audit.services import audit
+from forge.errors import BadRequest, ForgeError, Forbidden, NotFound, TooLarge, Unauthenticated, problem_of
 from forge.governance.context import gateway_names
 from forge.governance.models import Agent, Gateway
 from forge.runs.models import Run, StepResult
@@ -47,8 +48,9 @@ MAX_BODY_BYTES = 2 * 1_048_576
 UNKNOWN_ATTEMPT = "unknown_attempt"
 
 
-def problem(status: int, message: str, **extra) -> Response:
-    return Response({"error": message, **extra}, status=status)
+def problem(exc: ForgeError) -> Response:
+    """A refusal as a gateway reads it, `{"error": message, ...}`, with its kind's status (forge.errors)."""
+    return Response({"error": exc.message, **exc.extra}, status=problem_of(exc)[0])
 
 
 def gateway_for(token: str) -> Gateway | None:
@@ -112,27 +114,27 @@ class StepCompleteApi(APIView):
         if not token and auth.startswith("Bearer "):
             token = auth[len("Bearer "):]
         if not token:
-            return problem(401, "send the gateway's token in X-Gateway-Token")
+            return problem(Unauthenticated("send the gateway's token in X-Gateway-Token"))
         gateway = gateway_for(token)
         if gateway is None:
-            return problem(401, "the token matches no gateway")
+            return problem(Unauthenticated("the token matches no gateway"))
         try:
             raw = read_body(request._request)
         except OSError:  # the client went away mid-body (UnreadablePostError)
-            return problem(400, "the body could not be read to its end")
+            return problem(BadRequest("the body could not be read to its end"))
         if raw is None:
-            return problem(413, "the body is larger than 2 MiB")
+            return problem(TooLarge("the body is larger than 2 MiB"))
         try:
             got = read_result(load_json(raw))
         except Malformed as exc:
-            return problem(400, "the body is not a step result",
-                           details=[f"{name}: {text}" for name, text in exc.problems[:20]])
+            return problem(BadRequest("the body is not a step result",
+                                      details=[f"{name}: {text}" for name, text in exc.problems[:20]]))
         row = StepResult.objects.filter(run_id=got.run_id, step=got.step).values("agent", "dispatch", "lease_owner").first()
         if row is None:
-            return problem(404, f"run {got.run_id} has no step {got.step!r}")
+            return problem(NotFound(f"run {got.run_id} has no step {got.step!r}"))
         agent = Agent.objects.filter(name=row["agent"]).first()
         if agent is None or not sent_to(row, agent, gateway, got):
-            return problem(403, f"step {got.step!r} was not sent to gateway {gateway.name!r}")
+            return problem(Forbidden(f"step {got.step!r} was not sent to gateway {gateway.name!r}"))
         if not was_dispatched(row, got):
             return self.unknown_attempt(gateway, got)
         # Neither the agent's secrets nor the gateway's own token are shown, should its result repeat them.

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.secrets import redact_secrets
+from forge.errors import NotFound
 from forge.runs.compiled import new_run_workflow
 from forge.runs.models import Run
 from forge.runs.selectors import runs_for_user
@@ -18,7 +19,7 @@ from forge.workflows.models import Workflow, WorkflowVersion
 RUN_ID = re.compile(r"[0-9]{1,18}")  # a run's number, below the database's integer limit
 
 
-class RunFormRefused(ValueError):
+class RunFormRefused(NotFound):
     """A Run form asked for something that is not there (a version, a run to run again): nothing starts."""
 
 

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from django.contrib.auth import get_permission_codename
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models, transaction
 from django.db.models import ProtectedError
@@ -20,6 +20,7 @@ from django.db.models import ProtectedError
 from engine.secrets import redact_secrets
 from forge.audit import codes
 from forge.audit.services import audit
+from forge.errors import Forbidden
 from forge.governance import health
 from forge.governance.models import Agent, AgentGateway, BudgetEnvelope, Gateway, Policy
 from forge.workflows.models import StepLibraryEntry
@@ -46,7 +47,7 @@ def _require(user, action: str, instance: models.Model) -> None:
     """`user` None is the system itself (a management command on the server), which may do anything."""
     opts = instance._meta
     if user is not None and not user.has_perm(f"{opts.app_label}.{get_permission_codename(action, opts)}"):
-        raise PermissionDenied(f"you may not {action} {opts.verbose_name_plural}")
+        raise Forbidden(f"you may not {action} {opts.verbose_name_plural}")
 
 
 def _fields(instance: models.Model) -> dict[str, Any]:
@@ -78,7 +79,7 @@ def config_save(*, user, instance: models.Model) -> models.Model:
     """Create or change one configuration row (`instance`, holding the new values) and audit it.
 
     Raises:
-        PermissionDenied: `user` lacks the add or change permission of the row's model.
+        Forbidden: `user` lacks the add or change permission of the row's model.
         ValidationError: the new values fail the model's checks; nothing is saved or audited.
     """
     noun = _noun(instance)
@@ -113,7 +114,7 @@ def config_delete(*, user, instance: models.Model) -> None:
     """Delete one configuration row and audit what it held.
 
     Raises:
-        PermissionDenied: `user` lacks the delete permission of the row's model.
+        Forbidden: `user` lacks the delete permission of the row's model.
         ValidationError: other rows still use it (a gateway its agents); nothing is deleted or audited.
     """
     noun = _noun(instance)
@@ -133,7 +134,7 @@ def agent_gateways_set(*, user, agent: Agent, gateways: list[Gateway]) -> None:
     before and after as lists of names). Runs started before keep the list they pinned.
 
     Raises:
-        PermissionDenied: `user` may not change agents.
+        Forbidden: `user` may not change agents.
         ValidationError: a gateway named twice; nothing is changed.
     """
     _require(user, "change", agent)

@@ -12,6 +12,7 @@ from engine.interpreter import Interpreter, Options, RunStarted
 from engine.interpreter.state import RunState
 from engine.problems import WorkflowInvalid
 from engine.workflow import Workflow
+from forge.errors import Invalid, TooLarge
 from forge.runs import agent_config
 from forge.runs.compiled import new_run_workflow
 from forge.runs.models import Checkpoint, Run, RunEvent, RunInput, StepResult
@@ -21,12 +22,15 @@ from forge.workflows.models import WorkflowVersion
 from forge.workflows.services import shell_agents
 
 
-class RunRefused(ValueError):
+class RunRefused(Invalid):
     """The run cannot start as asked; nothing was created. `code` says which rule refused it."""
 
-    def __init__(self, message: str, code: str = "run_refused"):
-        super().__init__(message)
-        self.code = code
+    def __init__(self, message: str, *, code: str = "run_refused", **extra):
+        super().__init__(message, code=code, **extra)
+
+
+class RunTooLarge(TooLarge, RunRefused):
+    """The run's arguments are past this installation's bound."""
 
 
 def referenced_version(name: str, number: int | None) -> WorkflowVersion | None:
@@ -109,7 +113,7 @@ def check_args_size(args: dict) -> None:
         raise RunRefused("the run's arguments nest too deeply to be kept as JSON") from None
     size = len(text.encode("utf-8"))
     if size > limit:
-        raise RunRefused(f"the run's arguments are {size} bytes as JSON, more than this installation allows "
+        raise RunTooLarge(f"the run's arguments are {size} bytes as JSON, more than this installation allows "
                          f"(at most {limit} bytes); pass large data as a file or a reference instead")
 
 
@@ -129,7 +133,7 @@ def create_run(*, version: WorkflowVersion, workflow: Workflow, used_library: di
     source = restarted_from or parent
     pinned = pins(reachable_agents(workflow), source.pinned if source else None)
     if problem := agent_config.refusal(workflow, pinned):  # against the agents as this run pins them
-        raise RunRefused(problem, agent_config.CODE)
+        raise RunRefused(problem, code=agent_config.CODE)
     run = Run.objects.create(workflow=version.workflow, version=version, args=args, started_by=user,
                              parent=parent, parent_step=parent_step, parent_attempt=parent_attempt,
                              restarted_from=restarted_from, restart_from_step=restart_from_step,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
@@ -16,7 +15,7 @@ from engine.problems import WorkflowInvalid
 from forge.accounts.roles import can
 from forge.audit import codes
 from forge.audit.services import actor_of, audit
-from forge.errors import Stale
+from forge.errors import Conflict, Forbidden, Invalid, Stale, TooLarge
 from forge.runs.compiled import new_run_workflow, run_workflow
 from forge.runs.creation import RunRefused, check_args_size, check_references, create_run
 from forge.runs.models import Approval, Run, RunInput
@@ -28,13 +27,26 @@ from forge.runtime.queue import enqueue_advance
 from forge.workflows.models import WorkflowVersion
 
 
-class ServiceError(ValueError):
+class ServiceError(Invalid):
     """A request that cannot be carried out as asked; nothing changed."""
+
+
+class ServiceConflict(Conflict, ServiceError):
+    """The run or the approval is past the point where it takes this (ended, decided, timed out)."""
+
+
+class ServiceTooLarge(TooLarge, ServiceError):
+    """The run's arguments are past this installation's bound."""
 
 
 def _require(user, action: str, what: str) -> None:
     if user is not None and not can(user, action):
-        raise PermissionDenied(f"you may not {what}")
+        raise Forbidden(f"you may not {what}")
+
+
+def _refused(exc: RunRefused) -> ServiceError:
+    """The run's refusal as this module's, of the same kind."""
+    return (ServiceTooLarge if isinstance(exc, TooLarge) else ServiceError)(exc.message, code=exc.code)
 
 
 def _name(user) -> str:
@@ -55,7 +67,7 @@ def run_start(*, user, version: WorkflowVersion, args: dict[str, Any] | None = N
         resolved = resolve_args(workflow.document, dict(args or {}), from_text=args_from_text)
         check_references(workflow)
     except RunRefused as exc:
-        raise ServiceError(str(exc)) from None
+        raise _refused(exc) from None
     except WorkflowInvalid as exc:
         raise ServiceError(f"{version} is not valid: {exc}") from None
     except ArgumentsInvalid as exc:
@@ -65,7 +77,7 @@ def run_start(*, user, version: WorkflowVersion, args: dict[str, Any] | None = N
             run = create_run(version=version, workflow=workflow, used_library=used, args=resolved, user=user,
                              context_trust=context_trust, hold=hold)
         except RunRefused as exc:
-            raise ServiceError(str(exc)) from None
+            raise _refused(exc) from None
         audit(codes.RUN_STARTED, user=user, run_id=run.pk,
               detail={"workflow": version.workflow.name, "version": version.number, "args": resolved})
         transaction.on_commit(lambda: enqueue_advance(run.pk))
@@ -77,13 +89,13 @@ def run_cancel(*, user, run: Run, reason: str = "") -> Run:
     with transaction.atomic():
         run = store.lock_run(run.pk)
         if run.finished:
-            raise ServiceError(f"run {run.pk} has already ended ({run.status})")
+            raise ServiceConflict(f"run {run.pk} has already ended ({run.status})")
         now = timezone.now()
         event = CancelRequested(by=_name(user), reason=reason, at=now.timestamp())
         _, created = RunInput.objects.get_or_create(run=run, key=inbox.CANCEL, defaults={
             "event": event.to_json(), "due_at": now, "created_at": now})
         if not created:
-            raise ServiceError(f"run {run.pk} is already being cancelled")
+            raise ServiceConflict(f"run {run.pk} is already being cancelled")
         audit(codes.RUN_CANCEL_REQUESTED, user=user, run_id=run.pk, detail={"reason": reason})
         transaction.on_commit(lambda: enqueue_advance(run.pk))
     return run
@@ -97,7 +109,7 @@ def run_restart(*, user, run: Run, step: str, plan: str | None = None) -> Run:
     """
     _require(user, "run.restart", "restart runs")
     if not run.finished:
-        raise ServiceError(f"run {run.pk} is still {run.status}; only an ended run can be restarted")
+        raise ServiceConflict(f"run {run.pk} is still {run.status}; only an ended run can be restarted")
     workflow = run_workflow(run)  # compiled with the library entries the run kept, as its replay is
     if step not in workflow.by_id:
         raise ServiceError(f"the workflow has no step {step!r}; its steps are {', '.join(workflow.by_id)}")
@@ -110,7 +122,7 @@ def run_restart(*, user, run: Run, step: str, plan: str | None = None) -> Run:
                              user=user, restarted_from=run, restart_from_step=step, context_trust=run.context_trust,
                              prepare=lambda run_id: restart_state(workflow, previous, step, run_id=run_id))
         except RunRefused as exc:
-            raise ServiceError(str(exc)) from None
+            raise _refused(exc) from None
         audit(codes.RUN_RESTARTED, user=user, run_id=new.pk, step=step,
               detail={"from_run": run.pk, "from_step": step})
         transaction.on_commit(lambda: enqueue_advance(new.pk))
@@ -131,11 +143,11 @@ def approval_decide(*, user, approval: Approval, decision: str, comment: str = "
             raise ServiceError(f"step {approval.step!r} asks for a reply, not a decision: answer it with a reply")
         problem = may_decide(user, approval)
         if problem:
-            raise PermissionDenied(problem)
+            raise Forbidden(problem)
         if approval.status != Approval.PENDING:
-            raise ServiceError(f"this {approval.kind} was already {approval.status}")
+            raise ServiceConflict(f"this {approval.kind} was already {approval.status}")
         if run.finished:
-            raise ServiceError(f"run {approval.run_id} has ended ({run.status})")
+            raise ServiceConflict(f"run {approval.run_id} has ended ({run.status})")
         if decision not in approval.options:
             raise ServiceError(f"{decision!r} does not answer this {approval.kind}; "
                                f"choose one of {', '.join(approval.options)}")
@@ -144,8 +156,8 @@ def approval_decide(*, user, approval: Approval, decision: str, comment: str = "
         if timed_out is None:
             _request_decision(user, approval, decision, comment, now)
     if timed_out:
-        raise ServiceError(f"this {approval.kind} timed out at {timed_out:%Y-%m-%d %H:%M:%S} UTC, before the "
-                           f"decision; the step ends as timed out")
+        raise ServiceConflict(f"this {approval.kind} timed out at {timed_out:%Y-%m-%d %H:%M:%S} UTC, before the "
+                              f"decision; the step ends as timed out")
     approval.refresh_from_db()  # decided already if the run advanced in this process (django-q2's sync mode)
     return approval
 
@@ -168,7 +180,7 @@ def _request_decision(user, approval: Approval, decision: str, comment: str, now
     _, created = RunInput.objects.get_or_create(run_id=approval.run_id, key=inbox.decision(approval.key), defaults={
         "event": event.to_json(), "due_at": now, "created_at": now})
     if not created:
-        raise ServiceError(f"this {approval.kind} has already been decided; the run is recording it")
+        raise ServiceConflict(f"this {approval.kind} has already been decided; the run is recording it")
     # Only asked here: the round audits what the run made of it (forge.runtime.rounds.DECIDED).
     audit(codes.APPROVAL_DECISION_REQUESTED, user=user, run_id=approval.run_id, step=approval.step,
           attempt=approval.attempt, detail={"kind": approval.kind, "decision": decision, "comment": comment})
@@ -192,13 +204,13 @@ def reply_give(*, user, approval: Approval, text: str) -> Approval:
             raise ServiceError(f"this {approval.kind} is decided, not answered with a reply")
         problem = may_decide(user, approval)
         if problem:
-            raise PermissionDenied(problem)
+            raise Forbidden(problem)
         if run.finished:
-            raise ServiceError(f"run {approval.run_id} has ended ({run.status}); it takes no more replies")
+            raise ServiceConflict(f"run {approval.run_id} has ended ({run.status}); it takes no more replies")
         if approval.status != Approval.PENDING:
             what = "was already answered" if approval.status == Approval.ANSWERED else "expired unanswered"
-            raise ServiceError(f"the reply request after iteration {approval.iteration} of {approval.step!r} "
-                               f"{what}; only a pending request takes a reply")
+            raise ServiceConflict(f"the reply request after iteration {approval.iteration} of {approval.step!r} "
+                                  f"{what}; only a pending request takes a reply")
         problem = reply_problem(text)  # the interpreter's own rule (UTF-8, NUL, 1..65536 bytes)
         if problem:
             raise ServiceError(problem)
@@ -207,8 +219,8 @@ def reply_give(*, user, approval: Approval, text: str) -> Approval:
         if timed_out is None:
             _request_reply(user, approval, text, now)
     if timed_out:
-        raise ServiceError(f"this reply request timed out at {timed_out:%Y-%m-%d %H:%M:%S} UTC, before the reply; "
-                           f"the step ends as timed out")
+        raise ServiceConflict(f"this reply request timed out at {timed_out:%Y-%m-%d %H:%M:%S} UTC, before the "
+                              f"reply; the step ends as timed out")
     approval.refresh_from_db()  # answered already if the run advanced in this process (django-q2's sync mode)
     return approval
 
@@ -220,7 +232,7 @@ def _request_reply(user, approval: Approval, text: str, now) -> None:
     _, created = RunInput.objects.get_or_create(run_id=approval.run_id, key=inbox.reply(approval.key), defaults={
         "event": event.to_json(), "due_at": now, "created_at": now})
     if not created:
-        raise ServiceError("this reply request has already been answered; the run is recording that answer")
+        raise ServiceConflict("this reply request has already been answered; the run is recording that answer")
     # Only asked here: the round audits the answer the run took (forge.approval.answered).
     audit(codes.APPROVAL_REPLY_REQUESTED, user=user, run_id=approval.run_id, step=approval.step,
           attempt=approval.attempt, detail={"kind": Approval.REPLY, "iteration": approval.iteration,

@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import Group
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone as django_timezone
 
@@ -16,6 +15,7 @@ from engine.problems import WorkflowInvalid
 from forge.accounts.roles import can
 from forge.audit import codes
 from forge.audit.services import audit
+from forge.errors import Conflict, Forbidden, NotFound, TooLarge
 from forge.runs.compiled import new_run_workflow
 from forge.runs.creation import RunRefused, check_args_size
 from forge.runs.services import ServiceError
@@ -29,17 +29,29 @@ MAX_APPROVERS = 20  # groups named as a schedule's approvers
 
 class ScheduleRejected(ServiceError):
     """A schedule or kill switch change that cannot be made as asked; nothing changed. `field` names the
-    input at fault, for a form to show the message beside it."""
+    input at fault, for a form to show the message beside it (and the API's problem, as `field`)."""
 
-    def __init__(self, message: str, *, field: str | None = None):
-        super().__init__(message)
+    def __init__(self, message: str, *, field: str | None = None, code: str = ""):
+        super().__init__(message, code=code, **({"field": field} if field else {}))
         self.field = field
+
+
+class ScheduleConflict(Conflict, ScheduleRejected):
+    """The schedule or the kill switch is already as asked."""
+
+
+class ScheduleNotFound(NotFound, ScheduleRejected):
+    """No such schedule (deleted meanwhile, or never made)."""
+
+
+class ScheduleTooLarge(TooLarge, ScheduleRejected):
+    """The schedule's arguments are past the installation's bound."""
 
 
 def _require(user, action: str, what: str) -> None:
     """`user` None is the system itself (the CLI on the server), which may do anything."""
     if user is not None and not can(user, action):
-        raise PermissionDenied(f"you may not {what}")
+        raise Forbidden(f"you may not {what}")
 
 
 def _target(schedule: Schedule) -> str:
@@ -76,7 +88,8 @@ def check_schedule(*, workflow: Workflow | str, cron: str, timezone: str, args: 
         check_args_size(args)
         resolved = resolve_args(new_run_workflow(version)[0].document, args, from_text=args_from_text)
     except (RunRefused, ArgumentsInvalid) as exc:
-        raise ScheduleRejected(f"arguments for {version}: {exc}", field="args") from None
+        kind = ScheduleTooLarge if isinstance(exc, TooLarge) else ScheduleRejected
+        raise kind(f"arguments for {version}: {exc}", field="args") from None
     except WorkflowInvalid as exc:
         raise ScheduleRejected(f"{version} is not valid: {exc}", field="workflow") from None
     return workflow, {name: resolved[name] for name in args}
@@ -184,7 +197,7 @@ def schedule_pause(*, user, schedule: Schedule, now: datetime | None = None) -> 
     with transaction.atomic():
         locked = _lock(schedule)
         if not locked.enabled:
-            raise ScheduleRejected(f"schedule {locked.pk} is already paused")
+            raise ScheduleConflict(f"schedule {locked.pk} is already paused")
         _drop_queued(locked, "the schedule was paused before its queued run could start")
         locked.enabled, locked.next_fire_at, locked.updated_at = False, None, now
         locked.save(update_fields=["enabled", "next_fire_at", "queued_due_at", "updated_at"])
@@ -199,7 +212,7 @@ def schedule_resume(*, user, schedule: Schedule, now: datetime | None = None) ->
     with transaction.atomic():
         locked = _lock(schedule)
         if locked.enabled:
-            raise ScheduleRejected(f"schedule {locked.pk} is not paused")
+            raise ScheduleConflict(f"schedule {locked.pk} is not paused")
         locked.enabled, locked.updated_at = True, now
         locked.next_fire_at = _next(locked, now)
         locked.save(update_fields=["enabled", "next_fire_at", "updated_at"])
@@ -230,7 +243,7 @@ def kill_switch_set(*, user, engaged: bool, reason: str = "", now: datetime | No
     with transaction.atomic():
         switch, _ = KillSwitch.objects.select_for_update().get_or_create(pk=KillSwitch.ONLY)
         if switch.engaged == engaged:
-            raise ScheduleRejected(f"the kill switch is already {'engaged' if engaged else 'off'}")
+            raise ScheduleConflict(f"the kill switch is already {'engaged' if engaged else 'off'}")
         switch.engaged, switch.reason = engaged, reason
         switch.changed_by, switch.changed_at = user, now
         switch.save()
@@ -253,7 +266,7 @@ def _lock(schedule: Schedule) -> Schedule:
     locked = (Schedule.objects.select_for_update(of=("self",)).select_related("workflow", "owner")
               .filter(pk=schedule.pk).first())
     if locked is None:
-        raise ScheduleRejected(f"there is no schedule {schedule.pk}")
+        raise ScheduleNotFound(f"there is no schedule {schedule.pk}")
     return locked
 
 

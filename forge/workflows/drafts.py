@@ -1,7 +1,7 @@
 """What the editor's draft requests do and answer, for the console's editor endpoints and the API alike: reading a
 draft, keeping typed text, applying a typed patch, and the diffs of versions and of a draft (one way each).
 
-Every refusal is an `EditRefused`; nothing is written when one is raised.
+Every refusal is an `EditRefused` of its kind (forge.errors); nothing is written when one is raised.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from engine.edit import PatchError, apply_patch, outline, unified_diff
 from engine.edit.summary import version_summary
 from engine.yamlload import Loaded, YamlLoadError, load
 from forge.workflows import editing, placements
-from forge.workflows.editing import EditRefused
+from forge.workflows.editing import EditNotFound, EditRefused, EditStale, patch_refusal
 from forge.workflows.models import Draft, Workflow
 
 
@@ -39,10 +39,10 @@ def draft_view(draft: Draft) -> dict[str, Any]:
 
 
 def require_newer(draft: Draft, revision: int) -> None:
-    """Refuse (409) a request whose revision is not newer than the draft's: a later one was kept already."""
+    """Refuse (Stale) a request whose revision is not newer than the draft's: a later one was kept already."""
     if revision <= draft.revision:
-        raise EditRefused("stale_revision", f"revision {revision} is not newer than the draft's {draft.revision}",
-                          409, revision=draft.revision)
+        raise EditStale(f"revision {revision} is not newer than the draft's {draft.revision}",
+                        code="stale_revision", revision=draft.revision)
 
 
 def _write(user, draft: Draft, text: str, revision: int) -> None:
@@ -66,9 +66,9 @@ def draft_patch(user, draft: Draft, text, revision, op) -> dict[str, Any]:
     try:
         patched = apply_patch(text, op)
     except PatchError as exc:
-        raise EditRefused(exc.code, exc.message) from None
+        raise patch_refusal(exc) from None
     except RecursionError:  # an op nested deeper than the patch engine walks
-        raise EditRefused("bad_value", "the patch's value nests too deep") from None
+        raise EditRefused("the patch's value nests too deep", code="bad_value") from None
     new_text = editing.storable(patched.text, "the patched text")
     _write(user, draft, new_text, revision)
     if op.get("op") == "step.rename" and op["id"] != op["to"]:  # applied, so both are step ids
@@ -83,7 +83,7 @@ def versions_diff(workflow: Workflow, old: int, new: int) -> dict[str, Any]:
     versions = {v.number: v for v in workflow.versions.filter(number__in=numbers)}
     missing = [n for n in numbers if n not in versions]
     if missing:
-        raise EditRefused("not_found", f"{workflow.name!r} has no version {missing[0]}", 404)
+        raise EditNotFound(f"{workflow.name!r} has no version {missing[0]}", code="not_found")
     a, b = versions[old], versions[new]
     return {"diff": unified_diff(a.source, b.source, f"v{a.number}", f"v{b.number}"),
             "summary": version_summary(a.source, b.source)}

@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from engine.edit.errors import PatchError
 from engine.edit.merge import merge3way
 from engine.expressions import RESERVED_ROOTS
 from engine.expressions.nodes import FUNCTIONS
@@ -20,6 +21,7 @@ from engine.validation import UNTIL_LOCALS, Report
 from engine.yamlload import Loaded
 from forge.audit import codes
 from forge.audit.services import audit
+from forge.errors import BadRequest, Conflict, Invalid, NotFound, Stale, TooLarge
 from forge.governance.models import Agent
 from forge.request_guard import IN_VALUE
 from forge.workflows import placements
@@ -36,28 +38,57 @@ MAX_REVISION_AHEAD = 1_000_000
 MAX_NEW_DRAFTS = 50
 
 
-class EditRefused(Exception):
-    """A request the editor refuses, changing nothing: `code` and `message` for the page, `status` for HTTP."""
-
-    def __init__(self, code: str, message: str, status: int = 400, **extra):
-        self.code, self.message, self.status, self.extra = code, message, status, extra
-        super().__init__(message)
+class EditRefused(BadRequest):
+    """A request the editor refuses, changing nothing: `code` and `message` for the page; its kind (forge.errors)
+    says the HTTP status. Raised as is, the request was malformed (a field of the wrong type or form)."""
 
 
-class SaveInvalid(EditRefused):
+class EditInvalid(Invalid, EditRefused):
+    """Well-formed, but this draft or workflow cannot take it (a patch making a cycle, another workflow's name)."""
+
+
+class EditNotFound(NotFound, EditRefused):
+    """No such draft of the person's, or no such version."""
+
+
+class EditConflict(Conflict, EditRefused):
+    """The workflow or the person's drafts do not allow it now."""
+
+
+class EditStale(Stale, EditRefused):
+    """The page's revision or base version is older than the stored one."""
+
+
+class EditTooLarge(TooLarge, EditRefused):
+    """A text past its bound."""
+
+
+class SaveInvalid(EditInvalid):
     """The text is not a valid workflow: it is saved only once validation finds no problem."""
 
     def __init__(self, report: Report):
-        super().__init__("invalid", f"the workflow has {len(report.problems)} problem(s); fix them before saving",
-                         problems=problems_json(report))
+        super().__init__(f"the workflow has {len(report.problems)} problem(s); fix them before saving",
+                         code="invalid", problems=problems_json(report))
 
 
-class SaveConflict(EditRefused):
+class SaveConflict(EditStale):
     """The draft was based on an older version than the latest: `merge` is the three-way merge to resolve."""
 
     def __init__(self, merge: dict):
-        super().__init__("stale_base", f"version {merge['theirs_version']} was saved since this draft's base "
-                         f"version; merge the changes, then save", 409, merge=merge)
+        super().__init__(f"version {merge['theirs_version']} was saved since this draft's base "
+                         f"version; merge the changes, then save", code="stale_base", merge=merge)
+
+
+# The patch engine's refusals that a well-formed op meets in this text; the others are malformed ops.
+PATCH_INVALID = frozenset({"not_parsed", "unknown_step", "duplicate_id", "implicit_edge", "cycle", "self_edge",
+                           "use_rename"})
+
+
+def patch_refusal(exc: PatchError) -> EditRefused:
+    """The patch engine's refusal as the editor's, of its kind."""
+    kind = (EditTooLarge if exc.code == "too_large" else EditInvalid if exc.code in PATCH_INVALID
+            else EditRefused)
+    return kind(exc.message, code=exc.code)
 
 
 @dataclass(frozen=True)
@@ -69,25 +100,25 @@ class Saved:
 def storable(text, what: str, limit: int = MAX_SOURCE_BYTES) -> str:
     """`text` when it is a string the database keeps as is (UTF-8, no NUL) within `limit` bytes."""
     if not isinstance(text, str):
-        raise EditRefused("bad_request", f"{what} must be a string")
+        raise EditRefused(f"{what} must be a string", code="bad_request")
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError:
-        raise EditRefused("bad_value", f"{what} holds a lone surrogate, which is no character") from None
+        raise EditRefused(f"{what} holds a lone surrogate, which is no character", code="bad_value") from None
     if size > limit:
-        raise EditRefused("too_large", f"{what} is {size:,} bytes; the limit is {limit:,} bytes", 413)
+        raise EditTooLarge(f"{what} is {size:,} bytes; the limit is {limit:,} bytes", code="too_large")
     if "\x00" in text:
-        raise EditRefused("bad_value", f"{what} holds a NUL character, which no text of Forge keeps")
+        raise EditRefused(f"{what} holds a NUL character, which no text of Forge keeps", code="bad_value")
     return text
 
 
 def revision_of(value, draft: Draft) -> int:
     """The revision a page sent for `draft`: a positive integer at most MAX_REVISION_AHEAD past the stored one."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_REVISION:
-        raise EditRefused("bad_request", "revision must be a positive integer")
+        raise EditRefused("revision must be a positive integer", code="bad_request")
     if value > draft.revision + MAX_REVISION_AHEAD:
-        raise EditRefused("bad_value", f"revision {value} is more than {MAX_REVISION_AHEAD:,} past the draft's "
-                          f"{draft.revision}; reload the editor")
+        raise EditRefused(f"revision {value} is more than {MAX_REVISION_AHEAD:,} past the draft's "
+                          f"{draft.revision}; reload the editor", code="bad_value")
     return value
 
 
@@ -95,9 +126,9 @@ def message_of(message) -> str:
     """What the saver said of a version, as kept: one string of at most MAX_MESSAGE characters."""
     message = storable(message, "the message", MAX_MESSAGE * 4).strip()
     if IN_VALUE.search(message):  # as every form's free text (forge/request_guard.py): tabs and line breaks only
-        raise EditRefused("bad_value", "the message holds a control character; write it as plain text")
+        raise EditRefused("the message holds a control character; write it as plain text", code="bad_value")
     if len(message) > MAX_MESSAGE:
-        raise EditRefused("bad_value", f"the message is longer than {MAX_MESSAGE} characters")
+        raise EditRefused(f"the message is longer than {MAX_MESSAGE} characters", code="bad_value")
     return message
 
 
@@ -116,7 +147,7 @@ def draft_of(user, draft_id: int) -> Draft:
     """The person's own draft; another person's is not found, as a missing one."""
     draft = Draft.objects.select_related("workflow", "base_version").filter(pk=draft_id, user=user).first()
     if draft is None:
-        raise EditRefused("not_found", "you have no draft with this id", 404)
+        raise EditNotFound("you have no draft with this id", code="not_found")
     return draft
 
 
@@ -136,7 +167,7 @@ def draft_open(user, workflow: Workflow) -> Draft:
                 return draft
         except IntegrityError:
             continue
-    raise EditRefused("conflict", "the draft changed while it was opened; try again", 409)
+    raise EditConflict("the draft changed while it was opened; try again", code="conflict")
 
 
 def draft_new(user, text: str) -> Draft:
@@ -149,9 +180,9 @@ def draft_new(user, text: str) -> Draft:
         unsaved = Draft.objects.filter(user=user, workflow__isnull=True)
         if unsaved.count() >= MAX_NEW_DRAFTS:
             oldest = unsaved.order_by("updated_at", "pk").first()
-            raise EditRefused("too_many_drafts", f"you have {MAX_NEW_DRAFTS} drafts of new workflows, the limit: "
-                              f"open one and discard it (Discard draft) before starting another; your oldest is at "
-                              f"{reverse('console:editor_new', args=[oldest.pk])}", 409)
+            raise EditConflict(f"you have {MAX_NEW_DRAFTS} drafts of new workflows, the limit: "
+                               f"open one and discard it (Discard draft) before starting another; your oldest is at "
+                               f"{reverse('console:editor_new', args=[oldest.pk])}", code="too_many_drafts")
         draft = Draft.objects.create(user=user, text=text)
         audit(codes.DRAFT_CREATED, user=user, target=f"draft:{draft.pk}", detail={"bytes": len(text.encode())})
     return draft
@@ -175,7 +206,7 @@ def draft_discard(user, draft: Draft) -> None:
     require_edit(user)
     with transaction.atomic():
         if not Draft.objects.filter(pk=draft.pk, user=user).delete()[0]:
-            raise EditRefused("not_found", "you have no draft with this id", 404)
+            raise EditNotFound("you have no draft with this id", code="not_found")
         audit(codes.DRAFT_DISCARDED, user=user, target=placements.draft_target(draft),
               detail={"draft": draft.pk, "base_version": draft.base_version.number if draft.base_version else None})
 
@@ -189,7 +220,7 @@ def draft_save(user, draft: Draft, text: str, message: str, base_version: int | 
     storable(text, "the text")
     message = message_of(message)
     if base_version is not None and (isinstance(base_version, bool) or not isinstance(base_version, int)):
-        raise EditRefused("bad_request", "base_version must be a version number or null")
+        raise EditRefused("base_version must be a version number or null", code="bad_request")
     report = workflow_validate(source=text)
     if not report.valid:
         raise SaveInvalid(report)
@@ -203,7 +234,7 @@ def draft_save(user, draft: Draft, text: str, message: str, base_version: int | 
     except IntegrityError:  # someone made a workflow of this name meanwhile, or numbered the same version
         if draft.workflow_id is None:
             raise _name_taken(document.name) from None
-        raise EditRefused("conflict", "the workflow changed while it was being saved; try again", 409) from None
+        raise EditConflict("the workflow changed while it was being saved; try again", code="conflict") from None
     except _Stale as stale:  # merged once the workflow's lock is let go
         raise SaveConflict(merge_payload(stale.base, stale.latest, text)) from None
     draft.workflow, draft.base_version, draft.text, draft.placements = (saved.version.workflow, saved.version,
@@ -213,7 +244,7 @@ def draft_save(user, draft: Draft, text: str, message: str, base_version: int | 
 
 def _save_new(user, draft: Draft, text: str, message: str, document, base_version) -> Saved:
     if base_version is not None:
-        raise EditRefused("bad_request", "a workflow not saved yet has no base version: send null")
+        raise EditRefused("a workflow not saved yet has no base version: send null", code="bad_request")
     if Workflow.objects.filter(name=document.name).exists():
         raise _name_taken(document.name)
     workflow = Workflow.objects.create(name=document.name, description=document.description or "", created_by=user)
@@ -223,21 +254,21 @@ def _save_new(user, draft: Draft, text: str, message: str, document, base_versio
     return Saved(version, True)
 
 
-def _name_taken(name: str) -> EditRefused:
-    return EditRefused("name_taken", f"a workflow named {name!r} exists already; give this one another name, or "
-                       "edit that one", 409)
+def _name_taken(name: str) -> EditConflict:
+    return EditConflict(f"a workflow named {name!r} exists already; give this one another name, or edit that one",
+                        code="name_taken")
 
 
 def _save_next(user, draft: Draft, text: str, message: str, document, base_version) -> Saved:
     # NO KEY UPDATE, as forge.workflows.services: numbering versions must not wait on runs.
     workflow = Workflow.objects.select_for_update(no_key=True).get(pk=draft.workflow_id)
     if document.name != workflow.name:
-        raise EditRefused("name_changed", f"this is workflow {workflow.name!r}: its name stays; a workflow of "
-                          f"another name is a new workflow (New workflow)")
+        raise EditInvalid(f"this is workflow {workflow.name!r}: its name stays; a workflow of "
+                          f"another name is a new workflow (New workflow)", code="name_changed")
     latest = workflow.latest_version()
     if base_version is None or latest is None or not 0 < base_version <= latest.number:
-        raise EditRefused("bad_base", f"base_version must be a version of {workflow.name!r} (1 to "
-                          f"{latest.number if latest else 0})")
+        raise EditRefused(f"base_version must be a version of {workflow.name!r} (1 to "
+                          f"{latest.number if latest else 0})", code="bad_base")
     if text == latest.source:
         return Saved(latest, False)
     if base_version != latest.number:
@@ -266,13 +297,13 @@ def version_restore(user, workflow: Workflow, number: int, message: str = "") ->
         workflow = Workflow.objects.select_for_update(no_key=True).get(pk=workflow.pk)
         old = workflow.versions.filter(number=number).first()
         if old is None:
-            raise EditRefused("not_found", f"{workflow.name!r} has no version {number}", 404)
+            raise EditNotFound(f"{workflow.name!r} has no version {number}", code="not_found")
         latest = workflow.latest_version()
         if old.pk == latest.pk:
-            raise EditRefused("unchanged", f"version {number} is the latest version already")
+            raise EditConflict(f"version {number} is the latest version already", code="unchanged")
         if old.content_hash == latest.content_hash:  # restored before: a save of the latest text adds none either
-            raise EditRefused("unchanged", f"the latest version, v{latest.number}, holds version {number}'s text "
-                              "already")
+            raise EditConflict(f"the latest version, v{latest.number}, holds version {number}'s text already",
+                               code="unchanged")
         report = workflow_validate(source=old.source)
         if not report.valid:  # today's step library or agents may refuse what it once accepted
             raise SaveInvalid(report)

@@ -6,20 +6,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 
 from forge.accounts.roles import can
 from forge.audit import codes
 from forge.audit.services import audit
+from forge.errors import BadRequest, Forbidden
 from forge.runs.compiled import new_run_workflow
 from forge.workflows.models import GraphLayout, StepPlacement, WorkflowVersion
 
 LIMIT = 1e7  # a coordinate further out than this is no drawing
 
 
-class LayoutRejected(ValueError):
-    pass
+class LayoutRejected(BadRequest):
+    """Positions that are no layout of the version's graph; nothing is kept."""
 
 
 def layout_of(content_hash: str) -> dict[str, Any] | None:
@@ -41,7 +41,7 @@ def layout_save(*, user, content_hash: str, positions: Any) -> bool:
     Positions name steps of the version's graph and nothing else, each with finite x and y: the steps a person
     placed are not laid out, so a page sends the others only (at least one)."""
     if not can(user, "run.view"):
-        raise PermissionDenied("you are in no group of this console")
+        raise Forbidden("you are in no group of this console")
     version = WorkflowVersion.objects.filter(content_hash=content_hash).first()
     if version is None:
         raise WorkflowVersion.DoesNotExist("no workflow version has this content hash")

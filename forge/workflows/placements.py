@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
@@ -18,6 +17,7 @@ from engine.yamlload import YamlLoadError, load
 from forge.accounts.roles import can
 from forge.audit import codes
 from forge.audit.services import audit
+from forge.errors import BadRequest, Forbidden, Invalid
 from forge.workflows import layouts
 from forge.workflows.layouts import LIMIT, _coordinate as coordinate
 from forge.workflows.models import Draft, StepPlacement, Workflow
@@ -42,30 +42,32 @@ def draft_placements(draft: Draft) -> dict[str, dict[str, float]]:
     return layouts.placements_of(draft.workflow_id) if draft.workflow_id else dict(draft.placements)
 
 
-class PlacementRefused(ValueError):
-    def __init__(self, code: str, message: str):
-        self.code = code
-        super().__init__(message)
+class PlacementRefused(BadRequest):
+    """Positions that are not {step id: {"x", "y"}} as the editor sends them; nothing is kept."""
+
+
+class PlacementInvalid(Invalid, PlacementRefused):
+    """Positions of the right shape for steps the draft does not have (or a draft whose text does not load)."""
 
 
 def cleaned(positions: Any, known: list[str] | None) -> dict[str, dict[str, float]]:
     """`positions` checked: {step id: {"x": number, "y": number}}, each id a step of the text."""
     if not isinstance(positions, dict) or not positions:
-        raise PlacementRefused("bad_request", 'positions is an object {"step id": {"x": number, "y": number}}')
+        raise PlacementRefused('positions is an object {"step id": {"x": number, "y": number}}', code="bad_request")
     if known is None:
-        raise PlacementRefused("not_parsed", "the draft's text does not load, so it has no steps to place")
+        raise PlacementInvalid("the draft's text does not load, so it has no steps to place", code="not_parsed")
     if len(positions) > len(known):
-        raise PlacementRefused("bad_request", f"{len(positions)} positions for {len(known)} steps")
+        raise PlacementRefused(f"{len(positions)} positions for {len(known)} steps", code="bad_request")
     kept = {}
     steps = set(known)
     for step, at in positions.items():
         if not STEP_ID.fullmatch(step):
-            raise PlacementRefused("bad_id", f"{step[:64]!r} is not a step id")
+            raise PlacementRefused(f"{step[:64]!r} is not a step id", code="bad_id")
         if step not in steps:
-            raise PlacementRefused("unknown_step", f"the draft has no step {step!r}")
+            raise PlacementInvalid(f"the draft has no step {step!r}", code="unknown_step")
         if not isinstance(at, dict) or set(at) != {"x", "y"} or not all(coordinate(at[k]) for k in ("x", "y")):
-            raise PlacementRefused("bad_value", f'step {step!r}: a position is {{"x": number, "y": number}}, '
-                                   f"each finite and within {LIMIT:g}")
+            raise PlacementRefused(f'step {step!r}: a position is {{"x": number, "y": number}}, '
+                                   f"each finite and within {LIMIT:g}", code="bad_value")
         kept[step] = {"x": float(at["x"]), "y": float(at["y"])}
     return kept
 
@@ -115,7 +117,7 @@ def placements_adopt(user, draft: Draft, workflow: Workflow, text: str) -> None:
 def require_edit(user) -> None:
     """Every editor write's check (forge.workflows.editing's too: it imports this module, not the reverse)."""
     if not can(user, "workflow.edit"):
-        raise PermissionDenied("you may not edit workflows")
+        raise Forbidden("you may not edit workflows")
 
 
 def _draft_merge(draft: Draft, kept: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:

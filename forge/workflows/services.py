@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 
 from engine.problems import Problem
@@ -11,13 +10,14 @@ from engine.yamlload import Loaded
 from forge.accounts.roles import can
 from forge.audit import codes
 from forge.audit.services import audit
+from forge.errors import Conflict, Forbidden, Invalid
 from forge.governance.models import Agent
 from forge.workflows.models import StepLibraryEntry, Workflow, WorkflowVersion, content_hash
 
 MAX_SOURCE_BYTES = 1_048_576
 
 
-class WorkflowRejected(ValueError):
+class WorkflowRejected(Invalid):
     """The document is not a valid workflow; `problems` says every reason, with positions."""
 
     def __init__(self, problems: list[Problem]):
@@ -25,7 +25,12 @@ class WorkflowRejected(ValueError):
         first = problems[0]
         where = f" (line {first.line})" if first.line else ""
         more = f"; {len(problems) - 1} more problem(s)" if len(problems) > 1 else ""
-        super().__init__(f"{first.message}{where}{more}")
+        super().__init__(f"{first.message}{where}{more}", code="invalid_workflow",
+                         problems=[problem.to_json() for problem in problems])
+
+
+class WorkflowConflict(Conflict, WorkflowRejected):
+    """Another save of the same workflow won the race; trying again takes."""
 
 
 def step_library() -> dict[str, dict]:
@@ -52,7 +57,7 @@ def workflow_version_save(*, user, source: str, description: str = "", message: 
     Saving the same text again returns the existing version.
     """
     if user is not None and not can(user, "workflow.edit"):
-        raise PermissionDenied("you may not edit workflows")
+        raise Forbidden("you may not edit workflows")
     report = workflow_validate(source=source)
     if not report.valid:
         raise WorkflowRejected(report.problems)
@@ -63,7 +68,7 @@ def workflow_version_save(*, user, source: str, description: str = "", message: 
                 return _save(user, source, document.name, description or (document.description or ""), message)
         except IntegrityError:
             continue
-    raise WorkflowRejected([Problem("conflict", "the workflow changed while it was being saved; try again")])
+    raise WorkflowConflict([Problem("conflict", "the workflow changed while it was being saved; try again")])
 
 
 def _save(user, source: str, name: str, description: str, message: str) -> WorkflowVersion:

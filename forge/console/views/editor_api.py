@@ -1,5 +1,5 @@
 """The editor's JSON endpoints (/editor/...): every answer is JSON, every refusal `{"error": {"code", "message"}}`
-with its status, and a refused request changes nothing.
+with its kind's status (forge.errors.problem_of), and a refused request changes nothing.
 
 Each request is bounded, as its CPU time is shared with every other request of the process (the GIL): the body
 is at most 2 MiB and is refused by its Content-Length before it is read; a text is at most 1 MiB, and the patch
@@ -21,8 +21,9 @@ from django.urls import reverse
 from engine.edit import PatchError, copy_steps
 from engine.schema import lobsterx_schema
 from forge.accounts.roles import can
+from forge.errors import BadRequest, ForgeError, Forbidden, TooLarge, kind_of, problem_of
 from forge.workflows import drafts, editing, placements
-from forge.workflows.editing import EditRefused
+from forge.workflows.editing import EditNotFound, patch_refusal
 from forge.workflows.models import Workflow
 
 MAX_BODY_BYTES = 2 * 1_048_576
@@ -38,6 +39,12 @@ def refusal(status: int, code: str, message: str, **extra) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message}, **extra}, status=status)
 
 
+def refused(exc: ForgeError) -> JsonResponse:
+    """`exc` as the editor's pages read a refusal: its status from the one table, its code (else its kind's)."""
+    status, _ = problem_of(exc)
+    return refusal(status, exc.code or kind_of(exc).slug, exc.message, **exc.extra)
+
+
 def is_editor_api(request) -> bool:
     return request.path_info.startswith(PREFIX)
 
@@ -51,20 +58,18 @@ def endpoint(method: str, *, keys: dict[str, type | tuple] | None = None, write:
             if request.method != method:
                 return refusal(405, "method_not_allowed", f"this address takes {method}")
             if not can(request.user, "run.view"):
-                return refusal(403, "forbidden", "you are in no group of this console")
+                return refused(Forbidden("you are in no group of this console"))
             if write and not can(request.user, "workflow.edit"):
-                return refusal(403, "forbidden", "you may not edit workflows")
+                return refused(Forbidden("you may not edit workflows"))
             try:
                 if "draft_id" in kwargs:  # before the body: a draft that is not the person's is 404 whatever is sent
                     kwargs["draft"] = editing.draft_of(request.user, kwargs.pop("draft_id"))
                 if keys is not None:
                     kwargs["body"] = _body(request, keys)
                 return view(request, **kwargs)
-            except EditRefused as exc:
-                return refusal(exc.status, exc.code, exc.message, **exc.extra)
-            except placements.PlacementRefused as exc:
-                return refusal(400, exc.code, str(exc))
-            except PermissionDenied as exc:
+            except ForgeError as exc:  # the editor's, the placements', a service's Forbidden
+                return refused(exc)
+            except PermissionDenied as exc:  # Django's own, from code that raises no ForgeError
                 return refusal(403, "forbidden", str(exc) or "you may not do this")
         return answer
     return wrap
@@ -75,7 +80,7 @@ def _body(request, keys: dict[str, type | tuple]) -> dict[str, Any]:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         declared = 0
-    too_large = EditRefused("too_large", f"the body is larger than {MAX_BODY_BYTES // 1_048_576} MiB", 413)
+    too_large = TooLarge(f"the body is larger than {MAX_BODY_BYTES // 1_048_576} MiB", code="too_large")
     if declared > MAX_BODY_BYTES:
         raise too_large
     try:
@@ -83,7 +88,7 @@ def _body(request, keys: dict[str, type | tuple]) -> dict[str, Any]:
     except RequestDataTooBig:
         raise too_large from None
     except (RawPostDataException, OSError):  # read as a form already, or the client went away mid-body
-        raise EditRefused("bad_json", "the body could not be read; send it as JSON") from None
+        raise BadRequest("the body could not be read; send it as JSON", code="bad_json") from None
     if len(raw) > MAX_BODY_BYTES:
         raise too_large
     if not keys and not raw.strip():
@@ -91,17 +96,17 @@ def _body(request, keys: dict[str, type | tuple]) -> dict[str, Any]:
     try:
         body = json.loads(raw)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError; so is a 5,000-digit number
-        raise EditRefused("bad_json", "the body is not JSON") from None
+        raise BadRequest("the body is not JSON", code="bad_json") from None
     if not isinstance(body, dict):
-        raise EditRefused("bad_request", "the body is a JSON object")
+        raise BadRequest("the body is a JSON object", code="bad_request")
     if set(body) != set(keys):
         unknown, missing = sorted(set(body) - set(keys)), sorted(set(keys) - set(body))
         said = "; ".join(part for part in (unknown and f"unknown key(s) {', '.join(repr(k[:40]) for k in unknown[:5])}",
                                            missing and f"missing key(s) {', '.join(missing)}") if part)
-        raise EditRefused("bad_request", f"{said}: the body has exactly {', '.join(sorted(keys))}")
+        raise BadRequest(f"{said}: the body has exactly {', '.join(sorted(keys))}", code="bad_request")
     for key, kind in keys.items():
         if not isinstance(body[key], kind) or isinstance(body[key], bool) and bool not in _kinds(kind):
-            raise EditRefused("bad_request", f"{key} must be {_names(kind)}")
+            raise BadRequest(f"{key} must be {_names(kind)}", code="bad_request")
     return body
 
 
@@ -131,15 +136,15 @@ def draft_read(request, draft):
 def diff(request):
     query = request.GET
     if not query.get("workflow"):
-        raise EditRefused("bad_request", "name the workflow (?workflow=<name>&a=<n>&b=<n>)")
+        raise BadRequest("name the workflow (?workflow=<name>&a=<n>&b=<n>)", code="bad_request")
     workflow = Workflow.objects.filter(name=query["workflow"][:128]).first()
     if workflow is None:
-        raise EditRefused("not_found", "no workflow has this name", 404)
+        raise EditNotFound("no workflow has this name", code="not_found")
     numbers = []
     for key in ("a", "b"):
         value = query.get(key, "")
         if not (value.isascii() and value.isdigit() and len(value) < 10):
-            raise EditRefused("bad_request", f"{key} must be a version number")
+            raise BadRequest(f"{key} must be a version number", code="bad_request")
         numbers.append(int(value))
     return JsonResponse(drafts.versions_diff(workflow, *numbers))
 
@@ -171,11 +176,11 @@ def copy(request, body: dict):
     text = editing.storable(body["text"], "the text")
     ids = body["ids"]
     if not ids or len(ids) > 10_000 or not all(isinstance(i, str) for i in ids):
-        raise EditRefused("bad_request", "ids is a list of step ids")
+        raise BadRequest("ids is a list of step ids", code="bad_request")
     try:
         return JsonResponse({"yaml": copy_steps(text, ids)})
     except PatchError as exc:
-        raise EditRefused(exc.code, exc.message) from None
+        raise patch_refusal(exc) from None
 
 
 @endpoint("POST", keys={"positions": dict})

@@ -9,7 +9,6 @@ import re
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
@@ -19,6 +18,7 @@ from django.views.decorators.http import require_POST
 from forge.accounts.roles import can
 from forge.console.views.actions import sentence
 from forge.console.views.pages import require_view
+from forge.errors import BadRequest, ForgeError, Invalid, NotFound, TooLarge
 from forge.workflows import editing
 from forge.workflows.models import Draft, Workflow
 from forge.workflows.services import MAX_SOURCE_BYTES
@@ -40,8 +40,20 @@ def _blank() -> str:
     return BLANK.format(name=name)
 
 
-class Refused(ValueError):
+class Refused(BadRequest):
     """What the new-workflow form cannot start from, in words for the person who sent it."""
+
+
+class RefusedMissing(NotFound, Refused):
+    """The example or saved workflow chosen is not there."""
+
+
+class RefusedTooLarge(TooLarge, Refused):
+    """The text is past a workflow's bound."""
+
+
+class RefusedInvalid(Invalid, Refused):
+    """The file or text given is no YAML text (not UTF-8, empty, NUL bytes)."""
 
 
 def _text(request) -> str:
@@ -54,13 +66,13 @@ def _text(request) -> str:
     if source == "example":
         name = request.POST.get("example", "")
         if name not in _examples():
-            raise Refused("there is no such example")
+            raise RefusedMissing("there is no such example")
         return (EXAMPLES / f"{name}.yaml").read_bytes().decode("utf-8")  # as the file is: its line endings too
     if source == "workflow":
         workflow = Workflow.objects.filter(name=request.POST.get("workflow", "")).first()
         version = workflow.latest_version() if workflow else None
         if version is None:
-            raise Refused("there is no saved workflow by that name")
+            raise RefusedMissing("there is no saved workflow by that name")
         return version.source
     if source == "paste":  # a browser sends a textarea's lines ended by CRLF, whatever was pasted: LF is the norm
         data = request.POST.get("yaml", "").replace("\r\n", "\n").encode("utf-8")
@@ -69,18 +81,19 @@ def _text(request) -> str:
         if upload is None:
             raise Refused("choose a file to upload")
         if upload.size > MAX_SOURCE_BYTES:
-            raise Refused(f"the file is {upload.size:,} bytes; a workflow is at most {MAX_SOURCE_BYTES:,} bytes")
+            raise RefusedTooLarge(f"the file is {upload.size:,} bytes; a workflow is at most {MAX_SOURCE_BYTES:,} bytes")
         data = upload.read(MAX_SOURCE_BYTES + 1)
     if len(data) > MAX_SOURCE_BYTES:
-        raise Refused(f"the text is {len(data):,} bytes; a workflow is at most {MAX_SOURCE_BYTES:,} bytes")
+        raise RefusedTooLarge(f"the text is {len(data):,} bytes; a workflow is at most {MAX_SOURCE_BYTES:,} bytes")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise Refused(f"the file is not UTF-8 text (byte {exc.start + 1} cannot be read): upload a YAML file") from None
+        raise RefusedInvalid(f"the file is not UTF-8 text (byte {exc.start + 1} cannot be read): upload a YAML "
+                             "file") from None
     if not text.strip():
-        raise Refused("the YAML is empty: paste or upload a workflow, or start from blank")
+        raise RefusedInvalid("the YAML is empty: paste or upload a workflow, or start from blank")
     if "\x00" in text:
-        raise Refused("the file holds NUL bytes: it is not a YAML text file")
+        raise RefusedInvalid("the file holds NUL bytes: it is not a YAML text file")
     return text
 
 
@@ -93,7 +106,7 @@ def workflow_new(request):
     if request.method == "POST":
         try:
             draft = editing.draft_new(request.user, _text(request))
-        except (Refused, editing.EditRefused, PermissionDenied) as exc:
+        except ForgeError as exc:  # the form's, the editor's, Forbidden
             messages.error(request, sentence(exc))
             status = 400
         else:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig
 from django.shortcuts import render
 from django.utils.log import log_response
 
@@ -11,11 +11,12 @@ from forge.accounts.roles import can
 from forge.console import dashboard as board
 from forge.console.inbox import inbox_for_user
 from forge.console.views import editor_api
+from forge.errors import BadRequest, Forbidden, TooLarge
 
 
 def require_view(request) -> None:
     if not can(request.user, "run.view"):
-        raise PermissionDenied("you are in no group of this console: ask an admin to add you to one")
+        raise Forbidden("you are in no group of this console: ask an admin to add you to one")
 
 
 @login_required
@@ -46,9 +47,9 @@ def bad_request(request, exception=None):
     one). Its own words name no internals: Django's exceptions say what a person sending a form cannot act on."""
     if editor_api.is_editor_api(request):
         if isinstance(exception, RequestDataTooBig):  # a form-encoded body the CSRF check read before the view
-            return editor_api.refusal(413, "too_large", "the body is larger than the console takes; nothing was "
-                                      "changed")
-        return editor_api.refusal(400, "bad_request", "the request could not be read; nothing was changed")
+            return editor_api.refused(TooLarge("the body is larger than the console takes; nothing was changed",
+                                               code="too_large"))
+        return editor_api.refused(BadRequest("the request could not be read; nothing was changed", code="bad_request"))
     return _error(request, None, 400, "The request could not be read",
                   "the request was too large or malformed, and nothing was changed; a form's fields are bounded, so "
                   "this comes from a client that sent more than the console takes")
@@ -71,6 +72,6 @@ def csrf_failure(request, reason=""):
     """Django's CSRF refusal in the console's own page (its default page has an inline style the CSP refuses);
     the editor's JSON endpoints answer JSON."""
     if editor_api.is_editor_api(request):
-        return editor_api.refusal(403, "csrf", f"the request has no valid CSRF token ({reason}): reload the page; "
-                                  "nothing was changed")
+        return editor_api.refused(Forbidden(f"the request has no valid CSRF token ({reason}): reload the page; "
+                                            "nothing was changed", code="csrf"))
     return render(request, "console/csrf_failure.html", {"reason": reason}, status=403)

@@ -14,6 +14,7 @@ from forge.console.attempts import run_times
 from forge.console.filters import Filters
 from forge.console.run_log import LEVELS, Query, run_log
 from forge.console.views.pages import require_view
+from forge.errors import BadRequest, problem_of
 from forge.runs.compiled import run_workflow
 from forge.runs.models import StepResult
 from forge.runs.selectors import runs_for_user
@@ -57,7 +58,8 @@ def run_log_view(request, run_id: int):
     run = get_object_or_404(runs_for_user(request.user).select_related("version"), pk=run_id)
     query, fmt, problems = _query(request, run)
     if query is None:
-        return JsonResponse({"error": "; ".join(problems)}, status=400)
+        refusal = BadRequest("; ".join(problems))
+        return JsonResponse({"error": refusal.message}, status=problem_of(refusal)[0])
     entries, next_after, last = run_log(run, query)
     if fmt == "json":
         return JsonResponse({"entries": [e.to_json() for e in entries], "next_after": next_after,

@@ -22,6 +22,7 @@ from forge.console.run_form import (RunFormRefused, arg_fields, posted_args, run
 from forge.console.views.actions import sentence
 from forge.console.views.pages import require_view
 from forge.console.workflow_graph import workflow_graph
+from forge.errors import BadRequest, problem_of
 from forge.runs import services
 from forge.runs.compiled import new_run_workflow
 from forge.runs.models import Run
@@ -164,9 +165,10 @@ def layout_keep(request, content_hash: str):
     try:
         positions = json.loads(request.body)
     except (ValueError, RecursionError):
-        return JsonResponse({"error": "the body is not JSON"}, status=400)
+        refusal = BadRequest("the body is not JSON")
+        return JsonResponse({"error": refusal.message}, status=problem_of(refusal)[0])
     try:
         kept = layouts.layout_save(user=request.user, content_hash=content_hash, positions=positions)
     except layouts.LayoutRejected as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
+        return JsonResponse({"error": exc.message}, status=problem_of(exc)[0])
     return JsonResponse({"kept": kept})

@@ -123,9 +123,9 @@ def test_the_forge_command_lists_lockouts_and_lifts_one(client, olive_locked_out
 
 def test_the_forge_command_refuses_a_person_who_is_not_an_admin_and_a_lift_of_nothing(olive_locked_out, approver):
     code, _, err = run_command("--user", "april", "unlock", "--account", "olive")
-    assert code == 2 and "you may not lift login lockouts" in err
+    assert code == 4 and "you may not lift login lockouts" in err  # refused (forge.errors.EXIT_REFUSED)
     code, _, err = run_command("--user", "april", "lockouts")
-    assert code == 2 and "you may not see failed logins" in err
+    assert code == 4 and "you may not see failed logins" in err
     code, _, err = run_command("unlock", "--address", "bogus")
     assert code == 2 and "'bogus' is not an IP address" in err
     assert LoginFailure.objects.count() == 2 and lifts() == []

@@ -53,11 +53,12 @@ def test_placing_steps_of_a_workflow_not_saved_yet_keeps_them_in_the_draft(opera
     ({"ghost": {"x": 1, "y": 2}}, "unknown_step"),
     ({f"s{i}": {"x": 1, "y": 2} for i in range(4)}, "bad_request"),  # more positions than the text has steps
 ])
-def test_a_bad_position_is_400_and_nothing_is_placed(operator, greeter, positions, code):
+def test_a_bad_position_is_refused_and_nothing_is_placed(operator, greeter, positions, code):
+    """A malformed position is 400; a step the draft does not have is 422 (Invalid)."""
     page, draft = Page(operator), draft_open(operator, greeter)
     before = world_state()
     response = page.post(url("editor_placements", draft), {"positions": positions})
-    assert (response.status_code, error_of(response)) == (400, code)
+    assert (response.status_code, error_of(response)) == (422 if code == "unknown_step" else 400, code)
     assert world_state() == before
 
 
@@ -75,7 +76,7 @@ def test_a_draft_whose_text_does_not_load_places_nothing(operator, greeter):
     page, draft = Page(operator), draft_open(operator, greeter)
     Draft.objects.filter(pk=draft.pk).update(text="name: [unclosed\n")
     response = page.post(url("editor_placements", draft), {"positions": {"hello": {"x": 1, "y": 2}}})
-    assert (response.status_code, error_of(response)) == (400, "not_parsed")
+    assert (response.status_code, error_of(response)) == (422, "not_parsed")
     assert not StepPlacement.objects.exists()
 
 

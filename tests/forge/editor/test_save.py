@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from forge.audit.models import AuditEvent
+from forge.errors import problem_of
 from forge.workflows.editing import EditRefused, version_restore
 from forge.workflows.models import Draft, StepPlacement, Workflow, content_hash
 
@@ -42,7 +43,7 @@ def test_an_invalid_text_is_not_saved_and_its_problems_say_why(operator, greeter
     page, draft = Page(operator), draft_open(operator, greeter)
     before = world_state()
     response = save(page, draft, SOURCE.replace("depends_on: [shout]", "depends_on: [nope]"), 1)
-    assert response.status_code == 400 and error_of(response) == "invalid"
+    assert response.status_code == 422 and error_of(response) == "invalid"
     problems = response.json()["problems"]
     assert [(p["code"], p["step"], p["severity"]) for p in problems] == [("unknown_dependency", "done", "error")]
     assert problems[0]["line"] == 15  # the depends_on line
@@ -60,7 +61,7 @@ def test_the_name_of_a_saved_workflow_stays(operator, greeter):
     page, draft = Page(operator), draft_open(operator, greeter)
     before = world_state()
     response = save(page, draft, SOURCE.replace("name: greeter", "name: greeter_two"), 1)
-    assert response.status_code == 400 and error_of(response) == "name_changed"
+    assert response.status_code == 422 and error_of(response) == "name_changed"
     assert world_state() == before
 
 
@@ -105,7 +106,7 @@ def test_two_people_change_the_same_line_and_the_merge_lists_the_conflict(operat
     assert "<<<<<<< theirs" in merge["merged"]
     assert greeter.versions.count() == 2
     marked = save(adam, adam_draft, merge["merged"], merge["theirs_version"], revision=2)  # unresolved: not YAML
-    assert marked.status_code == 400 and error_of(marked) == "invalid" and greeter.versions.count() == 2
+    assert marked.status_code == 422 and error_of(marked) == "invalid" and greeter.versions.count() == 2
     resolved = SOURCE.replace("say hello", "say howdy")  # adam keeps his line
     assert save(adam, adam_draft, resolved, merge["theirs_version"], "kept howdy", revision=3).status_code == 201
     assert [(v.number, v.source, v.message) for v in greeter.versions.order_by("number")][1:] == [
@@ -154,7 +155,7 @@ def test_restoring_an_old_version_makes_its_text_the_newest_audited(operator, gr
     assert greeter.versions.count() == 3
     with pytest.raises(EditRefused) as missing:
         version_restore(operator, greeter, 9)
-    assert missing.value.status == 404
+    assert problem_of(missing.value)[0] == 404 and problem_of(latest.value)[0] == 409
 
 
 def test_restoring_needs_workflow_edit(approver, greeter, save_workflow, operator):

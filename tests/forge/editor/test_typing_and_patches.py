@@ -156,11 +156,13 @@ def test_a_rename_in_a_workflow_not_saved_yet_keeps_its_place_in_the_draft(opera
      "bad_value"),
     (SOURCE, {"op": "field.set", "id": "hello", "path": ["command"], "value": "a" * 1_500_000}, "bad_value"),
 ])
-def test_a_patch_that_cannot_apply_is_400_with_its_code_and_changes_nothing(operator, greeter, text, op, code):
+def test_a_patch_that_cannot_apply_is_refused_with_its_code_and_changes_nothing(operator, greeter, text, op, code):
+    """A malformed op is 400; a well-formed one this text cannot take (its steps, its edges) is 422 (Invalid)."""
     page, draft = Page(operator), draft_open(operator, greeter)
     before = world_state()
     response = page.post(url("editor_patch", draft), {"text": text, "revision": 1, "op": op})
-    assert (response.status_code, error_of(response)) == (400, code)
+    status = 422 if code in ("not_parsed", "unknown_step", "implicit_edge", "cycle", "use_rename") else 400
+    assert (response.status_code, error_of(response)) == (status, code)
     assert world_state() == before
 
 
@@ -175,9 +177,9 @@ def test_copy_gives_the_steps_as_yaml_that_pastes_back_with_fresh_ids(operator, 
     assert [s["id"] for s in body.json()["outline"]["steps"]] == ["hello", "shout", "done", "hello_2", "shout_2"]
 
 
-def test_a_copy_of_a_step_that_is_not_there_is_400(operator):
+def test_a_copy_of_a_step_that_is_not_there_is_422(operator):
     response = Page(operator).post(url("editor_copy"), {"text": SOURCE, "ids": ["nope"]})
-    assert (response.status_code, error_of(response)) == (400, "unknown_step")
+    assert (response.status_code, error_of(response)) == (422, "unknown_step")
 
 
 def test_the_schema_carries_the_completions(operator):

@@ -115,7 +115,7 @@ class TestTheRequest:
         out, err = io.StringIO(), io.StringIO()
         with pytest.raises(SystemExit) as exit_:
             call_command("forge", "--user", "fred", "reply", str(run.pk), "ask", "hello", stdout=out, stderr=err)
-        assert exit_.value.code == 2 and "in no group of this console" in err.getvalue()
+        assert exit_.value.code == 4 and "in no group of this console" in err.getvalue()  # refused
         assert snapshot(run, approval) == before
 
     def test_a_request_naming_finance_is_listed_for_finance_and_admins_not_for_approvers(

@@ -141,7 +141,7 @@ def test_the_cli_lists_and_approves_a_held_start_without_a_step(add_schedule, re
     assert code == 0 and f"run {run.pk} nightly_report (start): Schedule #" in out
     assert f"[forge approve|reject {run.pk}]" in out
     code, out, err = forge("--user", "olive", "approve", str(run.pk))
-    assert code == 2 and "not an approver" in err
+    assert code == 4 and "not an approver" in err  # refused (forge.errors.EXIT_REFUSED)
     code, out, _ = forge("--user", "april", "approve", str(run.pk), "--comment", "fine")
     assert (code, out.strip()) == (0, f"run {run.pk} / start: approve")
     run.refresh_from_db()

@@ -52,9 +52,9 @@ def test_an_unknown_workflow_exits_2(operator):
     assert code == 2 and "there is no workflow 'ghost'" in err
 
 
-def test_a_user_who_may_not_manage_schedules_exits_2(report, outsider):
+def test_a_user_who_may_not_manage_schedules_exits_4(report, outsider):
     code, _, err = add("--arg", "region=eu", user="oscar")
-    assert code == 2 and "you may not manage schedules" in err
+    assert code == 4 and "you may not manage schedules" in err  # refused (forge.errors.EXIT_REFUSED)
     assert not Schedule.objects.exists()
 
 
@@ -99,5 +99,5 @@ def test_the_kill_switch_is_shown_engaged_and_lifted(admin_user):
 
 def test_an_operator_may_not_engage_the_kill_switch(operator):
     code, _, err = forge("--user", "olive", "killswitch", "on")
-    assert code == 2 and "you may not engage or lift the kill switch" in err
+    assert code == 4 and "you may not engage or lift the kill switch" in err
     assert not kill_switch().engaged
