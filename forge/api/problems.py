@@ -9,7 +9,8 @@ import math
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, HttpResponsePermanentRedirect
+from django.urls import Resolver404, resolve
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -113,6 +114,15 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
 
 
 def not_found(request, *args, **kwargs) -> HttpResponse:
-    """Any /api/v1/ path no operation has: a 404 problem rather than the console's page."""
+    """Any /api/v1/ path no operation has: a 404 problem rather than the console's page (a read of a path that
+    lacks only its final slash is sent there, as Django's APPEND_SLASH would)."""
+    if request.method in ("GET", "HEAD") and not request.path.endswith("/"):
+        try:
+            slashed = resolve(request.path + "/")
+        except Resolver404:
+            slashed = None
+        if slashed is not None and slashed.func is not not_found:
+            query = request.META.get("QUERY_STRING", "")
+            return HttpResponsePermanentRedirect(request.path + "/" + (f"?{query}" if query else ""))
     status, body = problem_of(NotFound(f"No operation at {request.path}.", code="no_such_path"))
     return HttpResponse(json.dumps(body), status=status, content_type=PROBLEM_JSON)

@@ -142,7 +142,7 @@ def test_old_keys_are_pruned_and_young_ones_kept(client):
     assert post(client, GROUPS, {"name": "b"}, key="young")["Idempotent-Replayed"] == "true"
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the groups migrating made stay
 def test_two_first_requests_with_one_key_run_once(operator):
     """Both requests reach the server together: the one that inserts the key runs and holds its answer until the
     other has been answered; the other, finding the key unanswered, is a 409. Then a retry gets the replay."""

@@ -50,6 +50,8 @@ def test_an_unknown_api_path_is_a_problem_not_the_consoles_page(operator):
 def test_the_real_urls_end_the_api_with_the_same_404(client):
     problem(client.get("/api/v1/nothing-here"), 404, "not-found")
     problem(client.get("/api/v1/nothing-here/"), 404, "not-found")
+    assert client.get("/api/v1/docs?x=1")["Location"] == "/api/v1/docs/?x=1"  # a human's missing slash
+    problem(client.post("/api/v1/docs", {}), 404, "not-found")
 
 
 def test_no_credentials_is_401_with_a_bearer_challenge(client):
