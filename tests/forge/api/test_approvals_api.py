@@ -10,7 +10,7 @@ from forge.audit import codes
 from forge.audit.models import AuditEvent
 from forge.runs import services
 from forge.runs.models import Approval, RunInput
-from tests.forge.api.test_runs_api import TOKEN, as_, call, problem
+from tests.forge.api.runs_api import TOKEN, as_, call, problem
 from tests.forge.conftest import fast_forward, member, steps_of
 
 pytestmark = pytest.mark.django_db
