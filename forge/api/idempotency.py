@@ -29,6 +29,7 @@ WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 KEPT = timedelta(hours=24)
 MAX_KEY = 255
 STORED_HEADERS = ("Content-Type", "Location", "ETag")
+PRUNE_BATCH = 200
 
 
 @dataclass
@@ -85,6 +86,15 @@ def fingerprint(request) -> str:
     return digest.hexdigest()
 
 
+def prune(now) -> None:
+    """Forget up to PRUNE_BATCH keys older than a day; rows another request is pruning are skipped, not waited for
+    (PostgreSQL's SKIP LOCKED; SQLite has one writer at a time)."""
+    old = list(IdempotencyKey.objects.select_for_update(skip_locked=True).filter(created_at__lt=now - KEPT)
+               .order_by("pk").values_list("pk", flat=True)[:PRUNE_BATCH])
+    if old:
+        IdempotencyKey.objects.filter(pk__in=old).delete()
+
+
 def claim(request) -> Claim | None:
     """The hold on the request's key (None for a read, a request without a key, or one without an owner)."""
     if request.method not in WRITES:
@@ -97,8 +107,9 @@ def claim(request) -> Claim | None:
     now = timezone.now()
     try:
         with transaction.atomic():
-            IdempotencyKey.objects.filter(created_at__lt=now - KEPT).delete()
+            IdempotencyKey.objects.filter(owner=owner, key=key, created_at__lt=now - KEPT).delete()
             row = IdempotencyKey.objects.create(owner=owner, key=key, fingerprint=printed, created_at=now)
+            prune(now)  # last: it waits on no lock, so two requests never wait on each other
         return Claim(row.pk)
     except IntegrityError:
         pass  # the key is taken: read what the first request left
