@@ -61,8 +61,15 @@ def token_for_secret(secret: str) -> ApiToken | None:
     return ApiToken.objects.select_related("user").filter(digest=digest_of(secret)).first()
 
 
+def _unprintable(text: str) -> bool:
+    """Control characters (NUL among them, which PostgreSQL cannot keep) and lone surrogates."""
+    return any(ch < " " or ch == "\x7f" or "\ud800" <= ch <= "\udfff" for ch in text)
+
+
 def _clean_name(name) -> str:
     name = name.strip() if isinstance(name, str) else ""
+    if _unprintable(name):
+        raise Invalid("the name has control characters; write it in plain text", code="name_invalid", field="name")
     if not name:
         raise Invalid("give the token a name: what it is for, e.g. 'CI deploys'", code="name_missing", field="name")
     if len(name) > NAME_LENGTH:
@@ -179,6 +186,9 @@ def service_account_create(*, user, username: str, description: str = ""):
     except ValidationError:
         raise Invalid("a service account's name has letters, digits and @ . + - _ only", code="username_invalid",
                       field="username") from None
+    if _unprintable(description):
+        raise Invalid("the description has control characters; write it in plain text", code="description_invalid",
+                      field="description")
     if len(description) > DESCRIPTION_LENGTH:
         raise Invalid(f"the description has {len(description)} characters; at most {DESCRIPTION_LENGTH} are "
                       "accepted", code="description_too_long", field="description")

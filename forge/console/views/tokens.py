@@ -6,8 +6,9 @@ secret is gone; without scripts, a post answers the whole page the same way."""
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
@@ -45,6 +46,9 @@ def tokens_page(request):
         else:
             state["errors"].append("Nothing changed: the form did not say whether to make or revoke a token.")
             status = 400
+    if status == 302 and not sent_by_htmx(request):  # revoked: the list is read again, saying so
+        messages.success(request, state["said"])
+        return redirect("console:tokens")
     now = timezone.now()
     rows = [{"token": t, "expired": t.expires_at <= now} for t in tokens_of(request.user)]
     context = {"nav": "tokens", "rows": rows, "scopes": [(s, SCOPE_WORDS[s]) for s in SCOPES],
@@ -72,7 +76,7 @@ def _make(request, state: dict, max_days: int) -> int:
         state["errors"].append(f"Nothing was made: {exc.message}.")
         return 400
     state.update(made=token, secret=secret, form={"name": "", "scopes": [], "days": str(min(DEFAULT_DAYS, max_days))})
-    return 200
+    return 201  # the page itself, not a redirect: the secret is in this answer and kept nowhere
 
 
 def _revoke(request, state: dict) -> int:
@@ -89,7 +93,7 @@ def _revoke(request, state: dict) -> int:
         state["errors"].append(f"Nothing was revoked: {exc.message}.")
         return 409
     state["said"] = f"Revoked {token.name} ({token.prefix}…): requests with it are refused from now on."
-    return 200
+    return 302
 
 
 def _own_token(request):

@@ -67,7 +67,9 @@ def test_days_outside_one_to_the_longest_are_refused_and_nothing_is_made(operato
 
 
 @pytest.mark.parametrize("name, says", [("", "give the token a name"), ("   ", "give the token a name"),
-                                        ("x" * 101, "101 characters; at most 100"), (None, "give the token a name")])
+                                        ("x" * 101, "101 characters; at most 100"), (None, "give the token a name"),
+                                        ("a\x00b", "control characters"), ("a\x1b[2Jb", "control characters"),
+                                        ("a\ud800", "control characters")])
 def test_a_missing_or_long_name_is_refused(operator, name, says):
     with pytest.raises(Invalid, match=says):
         token_create(user=operator, name=name, scopes=["runs:read"])
@@ -189,9 +191,11 @@ def test_only_admins_make_service_accounts_or_set_the_policy(operator, approver)
     assert not User.objects.filter(username="bot").exists() and not TokenPolicy.objects.exists()
 
 
-def test_a_service_accounts_description_has_at_most_200_characters(admin_user):
+def test_a_service_accounts_description_has_at_most_200_characters_and_no_control_ones(admin_user):
     with pytest.raises(Invalid, match="201 characters; at most 200"):
         service_account_create(user=admin_user, username="bot", description="x" * 201)
+    with pytest.raises(Invalid, match="control characters"):
+        service_account_create(user=admin_user, username="bot", description="a\x00b")
     assert service_account_create(user=admin_user, username="bot", description="x" * 200).service_account
 
 

@@ -42,7 +42,7 @@ def test_making_a_token_shows_its_secret_once(client, operator):
     client.force_login(operator)
     answer = made(client)
     secret = re.search(r'id="token-secret" readonly value="(forge_pat_[\w-]{43})"', answer.content.decode())[1]
-    assert answer.status_code == 200 and "the only time it is shown" in text(answer)
+    assert answer.status_code == 201 and "the only time it is shown" in text(answer)
     token = ApiToken.objects.get()
     assert (token.name, token.scopes, token.prefix) == ("CI deploys", ["runs:read", "runs:write"], secret[:16])
     assert (token.expires_at - token.created_at).days == 30
@@ -77,6 +77,7 @@ def test_through_htmx_only_the_pages_body_is_answered(client, operator):
     ({"days": "ten"}, "the days must be a whole number"),
     ({"days": "٣"}, "the days must be a whole number"),  # a digit, but not one the form takes
     ({"days": "9" * 5000}, "the days must be a whole number"),
+    ({"name": "a\x1b[2J"}, "holds a control character (U+001B)"),  # refused at the door (request_guard)
 ])
 def test_every_bad_input_is_said_and_makes_nothing(client, operator, form, says):
     client.force_login(operator)
@@ -84,7 +85,7 @@ def test_every_bad_input_is_said_and_makes_nothing(client, operator, form, says)
     assert answer.status_code == 400 and says in text(answer)
     assert 'id="token-secret"' not in text(answer)
     assert not ApiToken.objects.exists() and not AuditEvent.objects.exists()
-    if form.get("name", "").strip() and len(form["name"]) <= 200:
+    if form.get("name", "").strip() and len(form["name"]) <= 200 and form["name"].isprintable():
         assert f'value="{form["name"]}"' in text(answer)  # what was typed stays
 
 
@@ -94,7 +95,7 @@ def test_the_days_follow_the_admins_longest_life(client, operator, admin_user):
     page = text(client.get(PAGE))
     assert 'max="10" value="10"' in page and "1 to 10" in page
     assert "a token lives from 1 to 10 days" in text(made(client, days="11"))
-    assert made(client, days="10").status_code == 200 and ApiToken.objects.count() == 1
+    assert made(client, days="10").status_code == 201 and ApiToken.objects.count() == 1
 
 
 def test_a_name_with_markup_is_shown_as_text(client, operator):
@@ -110,8 +111,9 @@ def test_revoking_asks_first_then_revokes(client, operator):
     asked = client.post(PAGE, {"op": "revoke", "token": token.pk})
     assert asked.status_code == 200 and f"Revoke ci ({token.prefix}…)?" in text(asked)
     assert ApiToken.objects.get().revoked_at is None and not AuditEvent.objects.filter(code=codes.TOKEN_REVOKED)
-    done = client.post(PAGE, {"op": "revoke", "token": token.pk, "confirm": "yes"})
-    assert done.status_code == 200 and "Revoked ci" in text(done) and "revoked 20" in text(done)
+    done = client.post(PAGE, {"op": "revoke", "token": token.pk, "confirm": "yes"}, follow=True)
+    assert done.redirect_chain == [(PAGE, 302)]
+    assert "Revoked ci" in text(done) and "revoked 20" in text(done)
     assert ApiToken.objects.get().revoked_at is not None
     assert AuditEvent.objects.get(code=codes.TOKEN_REVOKED).actor == "olive"
     again = client.post(PAGE, {"op": "revoke", "token": token.pk, "confirm": "yes"})
