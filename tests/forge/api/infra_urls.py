@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView
 from forge.api.docs import api_docs
 
 from forge.api.problems import not_found
+from forge.api.routes import by_method
 from tests.forge.api import infra_views as views
 
 api = [
@@ -18,6 +19,7 @@ api = [
     path("test/people", views.PeopleApi.as_view()),
     path("test/audit", views.AuditReadApi.as_view()),
     path("test/kill", views.KillSwitchLikeApi.as_view()),
+    path("test/both", by_method(get=views.PeopleApi, post=views.GroupMakeApi)),
     re_path(r"", not_found),
 ]
 urlpatterns = [path("api/v1/", include(api))]
