@@ -3,9 +3,10 @@
 The stream reads what the socket reads (forge/console/stream.py) in the socket's order: it joins the run's
 group first (a new channel of the channel layer), then replays the events after the client's id (a snapshot
 when too far behind), then sends what each wake-up (forge/live.py) or the safety re-read finds, only ids above
-the last one sent. It ends once the run has ended and its last event was sent: the run's status is read
-before the events, so the read after it holds the final round's events. A client that comes back after the
-end gets 204, which tells a browser's EventSource to stop reconnecting.
+the last one sent. It ends once the run has ended and its last event was sent: the run's status is looked at
+after a read that brought one of the run's own events (a run ends with one, committed with its status), on the
+first read and every RECHECK_S, and the read after it holds the final round's events. A client that comes
+back after the end gets 204, which tells a browser's EventSource to stop reconnecting.
 
 As a socket lives only as long as its session, a stream lives only as long as what let it start: every
 RECHECK_S, and at once when the person's group hears that their session or rights changed
@@ -144,31 +145,35 @@ async def _events(run_id: int, after: int, user_id: int, allowed: Callable[[], b
         if (snapshot := await reader.snapshot()) is not None:
             yield snapshot
         said_at = checked_at = loop.time()
-        unheard = True  # the first read, or a re-read nothing woke: the run may have ended without being heard
+        first = True
         while True:
+            read_at = loop.time()
             try:
                 async for text in reader.pending():
                     yield text
                     said_at = loop.time()
-                # A run ends with a `run` event committed with its status: a wake-up that read none needs no look.
-                if (unheard or reader.read_run_event) and await database_sync_to_async(stream.run_ended)(run_id):
+                due = heard.check or loop.time() - checked_at >= RECHECK_S
+                # A run ends with a `run` event committed with its status: a read that brought none needs no look
+                # at the status, but the first does (the run may have ended before it), and every RECHECK_S.
+                if (first or due or reader.read_run_event) and await database_sync_to_async(stream.run_ended)(run_id):
                     async for text in reader.pending():  # the final round's events, committed with its status
                         yield text
                     return
-                reader.read_run_event = False
-                if heard.check or loop.time() - checked_at >= RECHECK_S:
+                first = reader.read_run_event = False
+                if due:
                     heard.check, checked_at = False, loop.time()
                     if not await database_sync_to_async(allowed)():
                         return
             except Exception:  # noqa: BLE001 - a database hiccup: the next read tries again from the last id sent
                 log.warning("run %s: reading its events for a stream failed", run_id, exc_info=True)
             now = loop.time()
-            wait = min(settings.FORGE_LIVE_POLL_S, HEARTBEAT_S - (now - said_at), RECHECK_S - (now - checked_at))
+            # The re-read's interval counts from the start of the last read: a slow read does not stretch it.
+            wait = min(settings.FORGE_LIVE_POLL_S - (now - read_at), HEARTBEAT_S - (now - said_at),
+                       RECHECK_S - (now - checked_at))
             try:
                 await asyncio.wait_for(heard.woken.wait(), max(0.0, wait))
-                unheard = False
             except asyncio.TimeoutError:
-                unheard = True  # the safety re-read: a wake-up lost (a full layer, no Redis) costs one interval
+                pass  # the safety re-read: a wake-up lost (a full layer, no Redis) costs one interval
             heard.woken.clear()
             if loop.time() - said_at >= HEARTBEAT_S:
                 yield KEEP_ALIVE
