@@ -9,7 +9,8 @@ from django.urls import path
 from rest_framework import serializers
 
 from forge.accounts.roles import SCOPES
-from forge.accounts.tokens import NAME_LENGTH, service_account_create, token_create, token_revoke, tokens_of
+from forge.accounts.tokens import (
+    DESCRIPTION_LENGTH, MAX_POLICY_DAYS, NAME_LENGTH, service_account_create, token_create, token_revoke, tokens_of)
 from forge.api.base import ApiView, StrictSerializer
 from forge.api.routes import by_method
 from forge.errors import NotFound
@@ -33,7 +34,7 @@ class TokenIn(StrictSerializer):
     name = serializers.CharField(max_length=NAME_LENGTH, help_text="what the token is for")
     scopes = serializers.ListField(child=serializers.ChoiceField(choices=SCOPES), min_length=1,
                                    max_length=len(SCOPES))
-    days = serializers.IntegerField(required=False, min_value=1, max_value=3650,
+    days = serializers.IntegerField(required=False, min_value=1, max_value=MAX_POLICY_DAYS,
                                     help_text="how long it lives: 90 by default, at most the installation's longest")
 
 
@@ -110,7 +111,7 @@ class ServiceAccountCreateApi(ApiView):
 
     class Input(StrictSerializer):
         username = serializers.CharField(max_length=150)
-        description = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
+        description = serializers.CharField(max_length=DESCRIPTION_LENGTH, required=False, default="", allow_blank=True)
 
     Output = AccountOut
 
