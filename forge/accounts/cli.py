@@ -1,5 +1,6 @@
-"""`forge lockouts` and `forge unlock`: the parsers and handlers the `forge` management command hooks in. They
-act as its --user (None: the system), through the selector and the service."""
+"""`forge lockouts` and `forge unlock`, local mode only (the API has no lockout operation): the handlers the `forge`
+management command hooks in (their arguments are forge/cli_commands/parser.py's). They act as its --user (None:
+the system), through the selector and the service."""
 
 from __future__ import annotations
 
@@ -7,21 +8,13 @@ import json
 
 from django.utils import timezone
 
-from engine.terminal import EXIT_INVALID, EXIT_OK
+from engine.terminal import EXIT_OK
 from forge.accounts.selectors import failed_logins
-from forge.accounts.services import LockoutRejected, lockout_lift
+from forge.accounts.services import lockout_lift
+from forge.cli_commands.parser import ACCOUNTS
+from forge.errors import ForgeError, exit_code_of
 
-COMMANDS = ("lockouts", "unlock")
-
-
-def add_parsers(sub) -> None:
-    """Add the lockout commands to the `forge` command's subparsers."""
-    listing = sub.add_parser("lockouts", help="failed logins still counted, and the lockouts they cause")
-    listing.add_argument("--json", action="store_true")
-    unlock = sub.add_parser("unlock", help="lift a login lockout: forget the failed logins of an account, an "
-                                           "address, or an account from an address")
-    unlock.add_argument("--account", metavar="NAME", help="the user name tried")
-    unlock.add_argument("--address", metavar="IP", help="the address the logins came from")
+COMMANDS = ACCOUNTS
 
 
 def handle(command, options) -> int:
@@ -30,9 +23,9 @@ def handle(command, options) -> int:
         return _list(command, options)
     try:
         forgotten = lockout_lift(user=command.user, username=options["account"], address=options["address"])
-    except LockoutRejected as exc:
+    except ForgeError as exc:  # LockoutRejected, Forbidden
         command.stderr.write(f"forge: {exc}")
-        return EXIT_INVALID
+        return exit_code_of(exc)
     command.stdout.write(f"forgot {forgotten} failed logins; the lockouts they caused are lifted")
     return EXIT_OK
 

@@ -1,48 +1,17 @@
-"""`forge schedules`, `forge schedule add|pause|resume|delete` and `forge killswitch`: the parsers and
-handlers the `forge` management command hooks in. They act as its --user (None: the system), through the
-services; a refusal (ScheduleRejected, a ServiceError) is reported by the command and exits 2."""
+"""`forge schedules`, `forge schedule add|pause|resume|delete` and `forge killswitch` in local mode: they act as
+the command's --user (None: the installation's admin) through the services, and print the API's shapes
+(ScheduleOut, KillSwitchOut) through forge/cli_commands/output.py, as the remote mode does. A refusal (a
+ForgeError) is reported by the command, which exits with its code (forge.errors)."""
 
 from __future__ import annotations
 
-import json
-
 from engine.terminal import EXIT_OK, pairs
+from forge.api.serializers_schedules import KillSwitchOut, ScheduleOut
+from forge.cli_commands import output
+from forge.cli_commands.parser import SCHEDULES as COMMANDS  # noqa: F401 (the command's dispatch reads it here)
 from forge.schedules import services
-from forge.schedules.holds import approvers_words
 from forge.schedules.models import Schedule
-from forge.schedules.selectors import kill_switch, schedule_row, schedule_rows
-
-COMMANDS = ("schedules", "schedule", "killswitch")
-
-
-def add_parsers(sub) -> None:
-    """Add the schedule commands to the `forge` command's subparsers."""
-    listing = sub.add_parser("schedules", help="schedules: when each fires next, and what its last due time did")
-    listing.add_argument("--json", action="store_true")
-    schedule = sub.add_parser("schedule", help="add, pause, resume or delete a schedule")
-    verbs = schedule.add_subparsers(dest="schedule_action", required=True)
-    add = verbs.add_parser("add", help="start a saved workflow on a cron expression")
-    add.add_argument("workflow", metavar="WORKFLOW")
-    add.add_argument("--cron", required=True, metavar="EXPR", help="e.g. '0 9 * * 1-5' (09:00 on weekdays)")
-    add.add_argument("--tz", default="UTC", help="the IANA time zone EXPR is read in (default UTC)")
-    add.add_argument("--arg", action="append", default=[], metavar="K=V")
-    add.add_argument("--overlap", choices=services.POLICIES, default=Schedule.SKIP,
-                     help="while a run it started is in flight: skip (default), queue_one or cancel_running")
-    add.add_argument("--paused", action="store_true", help="add it paused (resume it later)")
-    add.add_argument("--require-approval", action="store_true",
-                     help="start each run held before its first step until an approver approves it")
-    add.add_argument("--approver", action="append", default=[], metavar="GROUP",
-                     help="a group whose members may approve its runs (repeatable; default Approvers; with "
-                          "--require-approval)")
-    add.add_argument("--json", action="store_true")
-    for verb, what in (("pause", "stop a schedule firing"),
-                       ("resume", "let a paused schedule fire again, from its next cron time"),
-                       ("delete", "remove a schedule (the runs it started stay)")):
-        parser = verbs.add_parser(verb, help=what)
-        parser.add_argument("id", type=int, metavar="ID")
-    switch = sub.add_parser("killswitch", help="show the kill switch, or engage (on) or lift (off) it")
-    switch.add_argument("state", nargs="?", choices=("on", "off"))
-    switch.add_argument("--reason", default="")
+from forge.schedules.selectors import kill_switch, schedules_for_user
 
 
 def handle(command, options) -> int:
@@ -62,25 +31,15 @@ def handle(command, options) -> int:
         return EXIT_OK
     changed = {"pause": services.schedule_pause, "resume": services.schedule_resume}[verb](
         user=command.user, schedule=schedule)
-    command.stdout.write(f"schedule {changed.pk} {verb}d" + (f"; next fire {_when(changed.next_fire_at)}"
-                                                              if changed.next_fire_at else ""))
+    command.stdout.write(output.schedule_changed(ScheduleOut(changed).data, verb))
     return EXIT_OK
 
 
 def _schedule(pk: int) -> Schedule:
     schedule = Schedule.objects.filter(pk=pk).first()
     if schedule is None:
-        raise services.ScheduleRejected(f"there is no schedule {pk}; `forge schedules` lists them")
+        raise services.ScheduleNotFound(f"there is no schedule {pk}; `forge schedules` lists them")
     return schedule
-
-
-def _when(value) -> str:
-    return f"{value:%Y-%m-%d %H:%M} UTC" if value else "-"
-
-
-def _approval(row: dict) -> str:
-    """Whether a schedule's runs wait for approval, in words."""
-    return f"approval by {approvers_words(row['approvers'])}" if row["require_approval"] else "no approval"
 
 
 def _add(command, options) -> int:
@@ -91,45 +50,23 @@ def _add(command, options) -> int:
         user=command.user, workflow=options["workflow"], cron=options["cron"], timezone=options["tz"],
         args=pairs(options["arg"], "--arg"), args_from_text=True, overlap=options["overlap"],
         enabled=not options["paused"], require_approval=options["require_approval"], approvers=options["approver"])
-    if options["json"]:
-        command.stdout.write(json.dumps(schedule_row(schedule), ensure_ascii=False))
-    else:
-        held = (f"; each run waits for approval by {approvers_words(schedule.approvers)} before its first step"
-                if schedule.require_approval else "")
-        command.stdout.write(f"schedule {schedule.pk} added: {schedule.workflow.name} at {schedule.cron} "
-                             f"({schedule.timezone}); "
-                             + (f"next fire {_when(schedule.next_fire_at)}" if schedule.enabled else "paused")
-                             + held)
+    row = ScheduleOut(schedule).data
+    command.stdout.write(output.as_json(row) if options["json"] else output.schedule_added(row))
     return EXIT_OK
 
 
 def _list(command, options) -> int:
-    rows = schedule_rows()
+    seen = Schedule.objects.all() if command.user is None else schedules_for_user(command.user)  # None: the admin
+    rows = ScheduleOut(seen.select_related("workflow", "owner").order_by("id"), many=True).data
     if options["json"]:
-        command.stdout.write(json.dumps(rows, ensure_ascii=False))
-        return EXIT_OK
-    if not rows:
-        command.stdout.write("no schedules")
-    for row in rows:
-        state = "enabled" if row["enabled"] else "paused"
-        nxt = f"next {row['next_fire_at'][:16].replace('T', ' ')} UTC" if row["next_fire_at"] else "next -"
-        last = (f"last {row['last_dispatch_status']} at {row['last_dispatch_at'][:16].replace('T', ' ')} UTC: "
-                f"{row['last_dispatch_detail']}" if row["last_dispatch_status"] else "never fired")
-        command.stdout.write(f"{row['id']:>4}  {row['workflow']:<24} {row['cron']:<16} {row['timezone']:<16} "
-                             f"{state:<8} {row['overlap']:<14} {_approval(row):<24} {nxt}  {last}")
+        command.stdout.write(output.as_json(rows))
+    else:
+        output.print_schedules(rows, command.stdout.write)
     return EXIT_OK
 
 
 def _kill_switch(command, options) -> int:
     if options["state"] is not None:
         services.kill_switch_set(user=command.user, engaged=options["state"] == "on", reason=options["reason"])
-    switch = kill_switch()
-    by = f" by {switch.changed_by.get_username()}" if switch.changed_by else ""
-    at = f" at {_when(switch.changed_at)}" if switch.changed_at else ""
-    why = f": {switch.reason}" if switch.reason else ""
-    if switch.engaged:
-        command.stdout.write(f"kill switch engaged{by}{at}{why}; no schedule starts a run")
-    else:
-        command.stdout.write(f"kill switch off{f' (lifted{by}{at})' if switch.changed_at else ''}; "
-                             f"schedules fire at their cron times")
+    command.stdout.write(output.kill_switch_words(KillSwitchOut(kill_switch()).data))
     return EXIT_OK

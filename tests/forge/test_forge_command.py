@@ -7,6 +7,7 @@ import pytest
 from django.core.management import call_command
 
 from forge.governance.models import Agent
+from forge.runs.management.commands.forge import LOCAL_NOTE
 from forge.workflows.models import StepLibraryEntry, WorkflowVersion
 from forge.workflows.services import WorkflowRejected, workflow_version_save
 
@@ -44,7 +45,7 @@ def run_command(*argv):
         code = 0
     except SystemExit as exited:
         code = exited.code
-    return code, out.getvalue(), err.getvalue()
+    return code, out.getvalue(), err.getvalue().replace(LOCAL_NOTE + "\n", "")  # the local mode's note, once
 
 
 @pytest.fixture

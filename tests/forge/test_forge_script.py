@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from forge.runs.management.commands.forge import LOCAL_NOTE
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -31,7 +33,7 @@ def test_a_reader_that_goes_away_stops_it_quietly(env):
         done = forge(env, "schedules", stdout=write, stderr=subprocess.PIPE)
     finally:
         os.close(write)
-    assert (done.returncode, done.stderr) == (141, "")
+    assert (done.returncode, done.stderr) == (141, LOCAL_NOTE + "\n")  # no server stored: it says it acts locally
 
 
 def test_an_unknown_user_is_invalid_input(env):

@@ -1,0 +1,368 @@
+"""The `forge` commands through a server's API, as the person whose token is stored (docs/design/api.md, section
+6), and the choice between that and the local mode. Nothing here needs Django set up: the `forge` script runs it
+on a machine that only talks to the server."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Callable
+
+from engine.arguments import ArgumentsInvalid, resolve_args
+from engine.interpreter import DECISIONS
+from engine.model import ArgSpec
+from engine.problems import Problem
+from engine.terminal import (
+    EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run,
+)
+from engine.terminal import replies as reply_pairs, unasked_note, unasked_replies
+from engine.validation import Report, validate_source
+from engine.yamlload import YamlLoadError, load
+from forge.cli_commands import output
+from forge.cli_commands.parser import ACCOUNTS, SCHEDULES, SESSION, add_arguments
+from forge.cli_commands.waiting import Exit, read_reply_text
+from forge.cli_remote import config
+from forge.cli_remote.client import Client
+from forge.errors import BadRequest, ForgeError, Invalid, NotFound, exit_code_of
+
+Write = Callable[[str], object]
+FINISHED = ("completed", "failed", "cancelled")
+
+
+def dispatch(options: dict, out: Write, err: Write, *, local: Callable[[dict], int] | None,
+             transport=None) -> int | None:
+    """Run the command through the stored server's API, or with `local` when none is stored (None when there is
+    no server and no `local`: the caller runs it locally)."""
+    try:
+        action = options["action"]
+        if action == "login":
+            return login(options, out, transport=transport)
+        if action == "logout":
+            out(f"forgot the login stored in {config.config_path()}" if config.forget() else "no login was stored")
+            return EXIT_OK
+        server = config.stored()
+        if server is None:
+            return None if local is None else local(options)
+        if options.get("user"):
+            raise UsageError("--user acts as another person only on the server itself; through the API every "
+                             "command acts as the owner of the stored token (forge logout to act locally)")
+        if action in ACCOUNTS:
+            raise BadRequest(f"`forge {action}` runs only on the server itself: the API has no lockout operation")
+        client = Client(server.url, server.token, transport=transport)
+        try:
+            return Remote(client, out, err).handle(options)
+        finally:
+            client.close()
+    except Exit as exc:
+        return exc.code
+    except ForgeError as exc:
+        err(f"forge: {exc}")
+        return exit_code_of(exc)
+    except UsageError as exc:
+        err(f"forge: {exc}")
+        return EXIT_INVALID
+
+
+def login(options: dict, out: Write, *, transport=None) -> int:
+    url = config.normal_url(options["url"])
+    path = options.get("token_file")
+    if path == "-":
+        token = sys.stdin.readline()
+    elif path:
+        try:
+            token = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--token-file: cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    else:
+        token = getpass.getpass(f"Token for {url} (made on the console's My tokens page): ")
+    token = token.strip()
+    if not token:
+        raise UsageError("no token was given: nothing was stored")
+    client = Client(url, token, transport=transport)
+    try:
+        me = client.get("/me")
+    finally:
+        client.close()
+    where = config.store(config.Server(url, token))
+    held = me.get("token") or {}
+    out(f"logged in to {url} as {me['username']}" + (f" (token {held['prefix']}…, expires {held['expires_at'][:10]})"
+                                                      if held else "") + f"; stored in {where}")
+    return EXIT_OK
+
+
+def typed_args(source: str, given: dict[str, str]) -> dict:
+    """`--arg K=V` texts as the JSON values the workflow's `args` declare, as the local mode reads them; the
+    server checks them again (an argument it cannot place is sent as given, for the server to refuse)."""
+    try:
+        value = load(source).value
+        declared = {name: ArgSpec.model_validate(spec).model_copy(update={"required": False, "default": None})
+                    for name, spec in ((value or {}).get("args") or {}).items()}
+    except (YamlLoadError, ValueError, AttributeError, TypeError):
+        return dict(given)
+    try:
+        return resolve_args(SimpleNamespace(args=declared), given, from_text=True)
+    except ArgumentsInvalid as exc:
+        raise Invalid(str(exc)) from None
+
+
+class Remote:
+    def __init__(self, client: Client, out: Write, err: Write):
+        self.api, self.out, self.err = client, out, err
+
+    def handle(self, options: dict) -> int:
+        action = options["action"]
+        if action in SCHEDULES:
+            return self.schedules(options)
+        if action in ("approve", "reject"):
+            return self.decide(options, action)
+        if action == "decide":
+            return self.decide(options, options["decision"])
+        return getattr(self, f"do_{action}")(options)
+
+    def _json_or(self, options, value, lines: Callable[[], None]) -> None:
+        if options.get("json"):
+            self.out(output.as_json(value))
+        else:
+            lines()
+
+    # -- runs ---------------------------------------------------------------------
+
+    def do_run(self, options) -> int:
+        replies = reply_pairs(options["reply"])
+        target = options["target"]
+        saved, source = self._version(target, options["json"])
+        decisions = pairs(options["decide"], "--decide")
+        bad = [f"{k}={v}" for k, v in decisions.items() if v not in DECISIONS]
+        if bad:
+            raise Invalid(f"--decide {bad[0]}: the decision must be one of {', '.join(DECISIONS)}")
+        first_look = validate_source(source)
+        for step in unasked_replies(first_look.workflow, replies) if replies and first_look.valid else ():
+            self.err(f"forge: {unasked_note(step)}")
+        checked = self.api.post("/workflows/validate", {"yaml": source})
+        print_problems(target, output.report_of({"warnings": checked["warnings"]}), write=self.err)
+        run = self.api.post("/runs", {"workflow": saved["workflow"], "version": saved["number"],
+                                      "args": typed_args(source, pairs(options["arg"], "--arg"))})
+        self.err(f"run {run['id']} of {saved['workflow']} v{saved['number']} started")
+        if not options["wait"]:
+            if options["json"]:
+                self.out(output.as_json(output.started(run)))
+            return EXIT_OK
+        detail, paused = self._wait(run["id"], decisions, replies, options["timeout"])
+        self._json_or(options, detail, lambda: print_run(output.run_summary(detail), self.out, f"run {run['id']}"))
+        if detail["status"] == "completed":
+            return EXIT_OK
+        return EXIT_PAUSED if paused else EXIT_FAILED
+
+    def _version(self, target: str, as_json: bool) -> tuple[dict, str]:
+        """The version to start ({workflow, number}) and its YAML: a file saved first (with the sub-workflow files
+        beside it), or a saved workflow's latest version."""
+        path = Path(target)
+        if path.is_file():
+            return self._import(path, as_json, seen=set())
+        try:
+            workflow = self.api.get(f"/workflows/{target}")
+        except NotFound:
+            workflow = None
+        if not workflow or not workflow.get("latest_version"):
+            self.err(f"forge: {target!r} is neither a file nor a saved workflow")
+            raise Exit(EXIT_INVALID)
+        number = workflow["latest_version"]
+        return {"workflow": target, "number": number}, self.api.text(f"/workflows/{target}/versions/{number}/yaml")
+
+    def _import(self, path: Path, as_json: bool, seen: set) -> tuple[dict, str]:
+        try:
+            source = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.err(f"forge: cannot read {path}: {exc}")
+            raise Exit(EXIT_INVALID) from None
+        report = validate_source(source)  # only to find the sub-workflow files beside this one
+        if report.valid:
+            seen.add(path.resolve())
+            for spec in report.workflow.steps:
+                ref = spec.model.ref
+                child = path.resolve().parent / f"{ref.name}.yaml" if ref else None
+                if child and child.is_file() and child.resolve() not in seen:
+                    self._import(child, as_json, seen)
+        try:
+            return self.api.post("/workflows", {"yaml": source}), source
+        except Invalid as exc:
+            if "problems" not in exc.extra:
+                raise
+            output.print_rejected(str(path), exc.extra["problems"], as_json, self.out, self.err)
+            raise Exit(EXIT_INVALID) from None
+
+    def _wait(self, run: int, decisions: dict, replies: dict, timeout: float) -> tuple[dict, bool]:
+        """Follow the run's events, answering its requests from --decide and --reply, until it ends or waits for a
+        person (the run and whether it is paused). Each event wakes a fresh read of the run."""
+        deadline = time.monotonic() + timeout if timeout else None
+        answered: set[int] = set()
+        detail = self.api.get(f"/runs/{run}")
+        events = self.api.events(run, after=detail["last_event_id"],
+                                 quiet_after=min(15.0, timeout) if timeout else 15.0)
+        while True:
+            if detail["status"] in FINISHED:
+                return detail, False
+            waiting = [self.api.get(f"/approvals/{pk}") for pk in detail["approvals"] if pk not in answered]
+            acted = False
+            for approval in waiting:
+                step = approval["step"]
+                if approval["kind"] == "reply" and step in decisions:
+                    raise UsageError(f"--decide {step}={decisions[step]}: step {step!r} asks for a reply, not a "
+                                     f"decision; give --reply {step}=TEXT")
+                if approval["kind"] == "reply" and replies.get(step):
+                    self.api.post(f"/approvals/{approval['id']}/reply", {"text": replies[step].pop(0)})
+                elif approval["kind"] != "reply" and step in decisions:
+                    self.api.post(f"/approvals/{approval['id']}/decision", {"decision": decisions[step]})
+                else:
+                    continue
+                answered.add(approval["id"])
+                acted = True
+            running = any(s["status"] == "running" for s in detail["steps"])
+            if waiting and not acted and not running:
+                return detail, True
+            if deadline is not None and time.monotonic() > deadline:
+                self.err(f"forge: run {run} is still {detail['status']} after {timeout:g} s; "
+                         "is the cluster running (bin/serve, or manage.py qcluster)?")
+                raise Exit(EXIT_FAILED)
+            next(events, None)  # the next event (or a quiet spell, or the stream's end) wakes a new look
+            detail = self.api.get(f"/runs/{run}")
+
+    def do_status(self, options) -> int:
+        detail = self.api.get(f"/runs/{options['run']}")
+        self._json_or(options, detail,
+                      lambda: print_run(output.run_summary(detail), self.out, f"run {options['run']}"))
+        return EXIT_OK
+
+    def do_cancel(self, options) -> int:
+        run = self.api.post(f"/runs/{options['run']}/cancel", {"reason": options["reason"]})
+        self.out(output.cancelled(run))
+        return EXIT_OK
+
+    def do_restart(self, options) -> int:
+        plan = self.api.get(f"/runs/{options['run']}/restart-plan", step=options["step"])
+        new = self.api.post(f"/runs/{options['run']}/restart", {"step": options["step"],
+                                                                "plan": plan["fingerprint"]})
+        row = output.restarted(new)
+        self._json_or(options, row, lambda: output.print_restarted(row, self.out))
+        return EXIT_OK
+
+    # -- approvals ----------------------------------------------------------------
+
+    def do_approvals(self, options) -> int:
+        rows = output.approval_rows(self.api.every("/approvals"))
+        self._json_or(options, rows, lambda: output.print_approvals(rows, self.out))
+        return EXIT_OK
+
+    def _pending(self, run: int, step: str) -> list[dict]:
+        detail = self.api.get(f"/runs/{run}")
+        found = [self.api.get(f"/approvals/{pk}") for pk in detail["approvals"]]
+        return [a for a in found if a["step"] == step and a["status"] == "pending"]
+
+    def decide(self, options, decision: str) -> int:
+        run, step = options["run"], options["step"]
+        pending = self._pending(run, step)
+        if not pending:
+            self.err(f"forge: step {step!r} of run {run} has no pending approval" if step else
+                     f"forge: run {run} is not held before its start: name the step whose approval you decide")
+            return EXIT_INVALID
+        self.api.post(f"/approvals/{pending[0]['id']}/decision", {"decision": decision,
+                                                                  "comment": options["comment"]})
+        self.out(output.decided(pending[0], decision))
+        return EXIT_OK
+
+    def do_reply(self, options) -> int:
+        text = read_reply_text(options)
+        run, step, iteration = options["run"], options["step"], options["iteration"]
+        pending = [a for a in self._pending(run, step) if a["kind"] == "reply"
+                   and (iteration is None or a["iteration"] == iteration)]
+        if not pending:
+            after = f" after iteration {iteration}" if iteration is not None else ""
+            self.err(f"forge: step {step!r} of run {run} has no pending reply request{after}")
+            return EXIT_INVALID
+        answered = self.api.post(f"/approvals/{pending[0]['id']}/reply", {"text": text})
+        self.out(output.replied(answered, text))
+        return EXIT_OK
+
+    # -- workflows ----------------------------------------------------------------
+
+    def do_validate(self, options) -> int:
+        path = options["file"]
+        try:
+            source = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            found = Report(problems=[Problem("unreadable", f"cannot read {path}: {reason}")]).to_json()
+            source, code = "", EXIT_INVALID
+        else:
+            found = self.api.post("/workflows/validate", {"yaml": source})
+            code = EXIT_OK if found["valid"] else EXIT_FAILED
+        self._json_or(options, found, lambda: output.print_validation(path, found, source, self.out))
+        return code
+
+    def do_workflows(self, options) -> int:
+        rows = output.workflow_rows(self.api.every("/workflows"))
+        self._json_or(options, rows, lambda: output.print_workflows(rows, self.out))
+        return EXIT_OK
+
+    # -- schedules ----------------------------------------------------------------
+
+    def schedules(self, options) -> int:
+        action = options["action"]
+        if action == "schedules":
+            rows = self.api.every("/schedules")
+            self._json_or(options, rows, lambda: output.print_schedules(rows, self.out))
+            return EXIT_OK
+        if action == "killswitch":
+            if options["state"] is not None:
+                self.api.call("PUT", "/kill-switch", body={"engaged": options["state"] == "on",
+                                                            "reason": options["reason"]})
+            self.out(output.kill_switch_words(self.api.get("/kill-switch")))
+            return EXIT_OK
+        verb = options["schedule_action"]
+        if verb == "add":
+            return self._schedule_add(options)
+        if verb == "delete":
+            self.api.call("DELETE", f"/schedules/{options['id']}")
+            self.out(f"schedule {options['id']} deleted")
+            return EXIT_OK
+        self.out(output.schedule_changed(self.api.post(f"/schedules/{options['id']}/{verb}"), verb))
+        return EXIT_OK
+
+    def _schedule_add(self, options) -> int:
+        if options["approver"] and not options["require_approval"]:
+            raise Invalid("--approver names who approves the runs of a schedule that requires approval: give "
+                          "--require-approval too")
+        given = pairs(options["arg"], "--arg")
+        args = dict(given)
+        if given:
+            try:
+                latest = self.api.get(f"/workflows/{options['workflow']}")["latest_version"]
+                if latest:
+                    args = typed_args(self.api.text(f"/workflows/{options['workflow']}/versions/{latest}/yaml"),
+                                      given)
+            except NotFound:
+                pass  # the server names what is missing when the schedule is added
+        row = self.api.post("/schedules", {
+            "workflow": options["workflow"], "cron": options["cron"], "timezone": options["tz"], "args": args,
+            "overlap": options["overlap"], "enabled": not options["paused"],
+            "require_approval": options["require_approval"], "approvers": options["approver"]})
+        self.out(output.as_json(row) if options["json"] else output.schedule_added(row))
+        return EXIT_OK
+
+
+def script(argv: list[str]) -> int | None:
+    """The `forge` script without Django when a server is stored or the command is login or logout; None to run
+    it locally through the management command."""
+    wanted = (any(word in SESSION for word in argv) or os.environ.get("FORGE_URL", "").strip()
+              or config.config_path().exists())
+    if not wanted:
+        return None
+    parser = argparse.ArgumentParser(prog="forge", description="Run workflows on a Forge server.")
+    add_arguments(parser)
+    options = vars(parser.parse_args(argv))
+    return dispatch(options, print, lambda line: print(line, file=sys.stderr), local=None)
