@@ -1,13 +1,12 @@
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView
 
 from forge.api import callbacks
-from forge.api.docs import api_docs
+from forge.api.docs import api_docs, api_schema
 from forge.api.problems import not_found
 
 urlpatterns = [
     path("steps/complete", callbacks.StepCompleteApi.as_view(), name="step-complete"),
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("schema/", api_schema, name="api-schema"),
     path("docs/", api_docs, name="api-docs"),
     path("", include("forge.api.views.me")),
     path("", include("forge.api.views.tokens")),

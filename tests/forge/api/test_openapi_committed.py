@@ -57,13 +57,14 @@ def test_every_operation_says_its_problems_and_writes_take_an_idempotency_key(ge
 
 @pytest.mark.django_db
 @pytest.mark.urls("forge.urls")
-def test_the_schema_is_served_as_yaml_and_json(client, operator):
+def test_the_schema_is_served_as_yaml_and_json(client, operator, generated):
     client.force_login(operator)
     answer = client.get("/api/v1/schema/")
     assert answer.status_code == 200 and answer["Content-Type"].startswith("application/vnd.oai.openapi")
     assert yaml.safe_load(answer.content)["info"]["title"] == "Forge API"
     answer = client.get("/api/v1/schema/?format=json")
     assert answer.status_code == 200 and answer.json()["openapi"] == "3.1.0"
+    assert yaml.safe_load(generated[0]) == answer.json()  # the committed document's content, made once
 
 
 @pytest.mark.django_db
