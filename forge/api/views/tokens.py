@@ -73,6 +73,7 @@ class MyTokenCreateApi(AnswersASecret):
     answer holds the secret, which no other answer will show."""
 
     action = None
+    success_status = 201
     Input = TokenIn
     Output = MadeOut
 
@@ -80,7 +81,7 @@ class MyTokenCreateApi(AnswersASecret):
         data = self.read(request)
         token, secret = token_create(user=request.user, name=data["name"], scopes=data["scopes"],
                                      days=data.get("days"))
-        return self.answer(data=_made(token, secret), status=201)
+        return self.answer(data=_made(token, secret))
 
 
 class MyTokenRevokeApi(ApiView):
@@ -108,6 +109,7 @@ class ServiceAccountCreateApi(ApiView):
     Its groups are given as anyone's, in Django admin."""
 
     action = "governance.edit"
+    success_status = 201
 
     class Input(StrictSerializer):
         username = serializers.CharField(max_length=150)
@@ -119,13 +121,14 @@ class ServiceAccountCreateApi(ApiView):
         data = self.read(request)
         account = service_account_create(user=request.user, username=data["username"],
                                          description=data["description"])
-        return self.answer(account, status=201)
+        return self.answer(account)
 
 
 class ServiceAccountTokenCreateApi(AnswersASecret):
     """Make a token for a service account (Admins); the answer holds its secret, once."""
 
     action = "governance.edit"
+    success_status = 201
     Input = TokenIn
     Output = MadeOut
 
@@ -136,7 +139,7 @@ class ServiceAccountTokenCreateApi(AnswersASecret):
             raise NotFound(f"No service account is named {username[:150]!r}.", code="no_such_service_account")
         token, secret = token_create(user=request.user, owner=account, name=data["name"], scopes=data["scopes"],
                                      days=data.get("days"))
-        return self.answer(data=_made(token, secret), status=201)
+        return self.answer(data=_made(token, secret))
 
 
 urlpatterns = [
