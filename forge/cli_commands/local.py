@@ -43,7 +43,7 @@ class Local:
     def _run(self, run_id: int) -> Run:
         run = Run.objects.filter(pk=run_id).select_related("workflow", "version").first()
         if run is None:
-            self.stderr.write(f"forge: there is no run {run_id}")
+            self.stderr.write(f"forge: There is no run {run_id}.")  # the API's sentence
             raise Exit(EXIT_INVALID)
         return run
 

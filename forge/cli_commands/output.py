@@ -170,8 +170,16 @@ def kill_switch_words(switch: dict) -> str:
             f"schedules fire at their cron times")
 
 
+def paused(detail: dict) -> bool:
+    """Whether a run (RunDetailOut) waits for a person, as the engine's report says `paused`: it has not ended, a
+    request is pending and no step runs (the server's own check also sees queued inputs and sub-runs)."""
+    return (detail["status"] not in ("completed", "failed", "cancelled") and bool(detail["approvals"])
+            and not any(step["status"] == "running" for step in detail["steps"]))
+
+
 def run_summary(detail: dict) -> dict:
-    """RunDetailOut as `print_run` reads a run: its status and error, and per step its status and attempts."""
-    return {"status": detail["status"], "error": detail["error"],
+    """RunDetailOut as `print_run` reads a run: its status (paused when it waits for a person) and error, and per
+    step its status and attempts."""
+    return {"status": "paused" if paused(detail) else detail["status"], "error": detail["error"],
             "steps": {s["id"]: {"status": s["status"], "attempts": s["attempt"], "error": s["error"],
                                 "error_code": s["error_code"]} for s in detail["steps"]}}

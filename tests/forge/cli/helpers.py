@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
+from unittest import mock
 
 from django.core.management import call_command
 
@@ -31,8 +33,10 @@ def local(*argv: str) -> tuple[int, str, str]:
     """The same in local mode, as the installation's admin; the local mode's note taken out of stderr (and
     checked to be there once)."""
     out, err = io.StringIO(), io.StringIO()
+    alone = {k: v for k, v in os.environ.items() if k not in ("FORGE_URL", "FORGE_TOKEN")}
     try:
-        call_command("forge", *argv, stdout=out, stderr=err)
+        with mock.patch.dict(os.environ, {**alone, "XDG_CONFIG_HOME": "/nonexistent/forge-cli-test"}, clear=True):
+            call_command("forge", *argv, stdout=out, stderr=err)
         code = 0
     except SystemExit as exc:
         code = exc.code
