@@ -153,7 +153,9 @@ class ApiView(APIView):
                     claim.abandon()
                 raise
         self.response = self.finalize_response(request, response, *args, **kwargs)
-        if claim is not None:
+        if claim is not None and self.response.streaming:  # a stream cannot be kept to answer again
+            claim.abandon()
+        elif claim is not None:
             self.response.render()
             claim.store(self.response)
         return self.response
