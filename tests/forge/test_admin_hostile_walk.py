@@ -43,6 +43,8 @@ VALID = {
                                                   "timezone": "UTC", "args": "{}", "overlap": "skip",
                                                   "enabled": "on", "require_approval": "on",
                                                   "approvers": "Approvers"},
+    "forge_accounts.serviceaccount": lambda workflow: {"username": "walked", "description": "walked"},
+    "forge_accounts.tokenpolicy": lambda workflow: {"max_days": "30"},
 }
 GENERIC = ["o", "p", "all", "e", "_to_field", "_popup"]  # every change list's own parameters
 OWN_FORMS = {"forge_schedules.killswitch": {"engaged": "on", "reason": "walked"}}  # a change list of its own
