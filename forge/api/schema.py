@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import re
 
+from drf_spectacular.drainage import GENERATOR_STATS
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.generators import EndpointEnumerator, SchemaGenerator
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import get_doc
+from drf_spectacular.renderers import OpenApiYamlRenderer
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, inline_serializer
+from drf_spectacular.validation import validate_schema
 from rest_framework import serializers
 
+from forge.api.base import ApiView
 from forge.api.idempotency import HEADER, MAX_KEY, WRITES
 from forge.api.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from forge.api.problems import PROBLEM_JSON
@@ -54,8 +58,6 @@ def _snake(name: str) -> str:
 
 class ForgeAutoSchema(AutoSchema):
     def _forge_view(self) -> bool:
-        from forge.api.base import ApiView  # the base imports the pieces this module reads
-
         return isinstance(self.view, ApiView)
 
     # ApiView's `action` is a permission, not a viewset's action (which drf-spectacular reads by that name).
@@ -176,10 +178,6 @@ class ForgeSchemaGenerator(SchemaGenerator):
 def openapi_document() -> tuple[bytes, list[str]]:
     """The API's OpenAPI document as YAML (what docs/api/openapi.yaml holds), and the generator's warnings and
     errors, each a sentence."""
-    from drf_spectacular.drainage import GENERATOR_STATS
-    from drf_spectacular.renderers import OpenApiYamlRenderer
-    from drf_spectacular.validation import validate_schema
-
     GENERATOR_STATS.reset()
     with GENERATOR_STATS.silence():
         schema = ForgeSchemaGenerator().get_schema(request=None, public=True)

@@ -8,6 +8,7 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 
+from forge.accounts.roles import SCOPES
 from forge.accounts.tokens import token_create
 
 URLS = pytest.mark.urls("tests.forge.api.infra_urls")
@@ -16,8 +17,6 @@ URLS = pytest.mark.urls("tests.forge.api.infra_urls")
 def bearer(user, *scopes: str, days: int = 30, made_by=None) -> Client:
     """A client that signs in as `user` with a new token holding `scopes` (all of them when none is given), made
     by `made_by` (an Admin, for a service account) or `user`."""
-    from forge.accounts.roles import SCOPES
-
     _token, secret = token_create(user=made_by or user, owner=user, name="tests", scopes=list(scopes or SCOPES),
                                   days=days)
     return Client(HTTP_AUTHORIZATION=f"Bearer {secret}")

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth.models import Group
 from django.db import connection
+from django.test import Client
 from django.utils import timezone
 
 from forge.api.models import IdempotencyKey
@@ -73,8 +74,6 @@ def test_keys_are_each_owners_own(operator):
 
 @pytest.mark.django_db
 def test_a_console_session_keys_by_person(client, operator):
-    from django.test import Client
-
     session = Client(enforce_csrf_checks=False)
     session.force_login(operator)
     post(session, GROUPS, {"name": "blue"}, key="k")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from django.test import Client
 
 from tests.forge.api.infra import URLS, bearer, fresh_rate_windows, post  # noqa: F401 - the fixture is used
@@ -39,8 +40,6 @@ def test_a_session_write_needs_its_csrf_token_and_a_token_write_does_not(operato
 
 
 def test_the_schema_sees_both_operations(operator):
-    import yaml
-
     client = bearer(operator)
     document = yaml.safe_load(client.get("/api/v1/schema/").content)
     both = document["paths"]["/api/v1/test/both"]
