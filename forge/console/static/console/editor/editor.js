@@ -377,7 +377,7 @@ async function save(text, message, baseVersion) {
     lockForMerge(true);
     return "";
   }
-  if (answer.status === 400 && Array.isArray(answer.data.problems)) {
+  if (Array.isArray(answer.data.problems)) { // an invalid text (422): its problems are shown where they are
     take({ ...answer.data, valid: false, dirty: state.dirty });
     return `Not saved: ${refusal(answer)}.`;
   }
