@@ -10,7 +10,7 @@ import sys
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        from forge.cli_commands.remote import script
+        from forge.cli_commands.modes import script
 
         code = script(argv)
         if code is None:

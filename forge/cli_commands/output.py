@@ -115,16 +115,12 @@ def print_validation(path: str, found: dict, source: str, write: Write) -> None:
         write(f"{path}: valid ({steps_in(source)} steps)")
 
 
-def print_rejected(path: str, problems: list[dict], as_json: bool, out: Write, err: Write) -> None:
+def print_rejected(path: str, problems: list[dict], json_wanted: bool, out: Write, err: Write) -> None:
     """A workflow file saving refused: its problems (JSON on stdout with --json), and the lines on stderr."""
     refused = {"valid": False, "problems": problems, "warnings": []}
-    if as_json:
-        out(as_json_text(refused))
+    if json_wanted:
+        out(as_json(refused))
     print_problems(path, report_of(refused), write=err)
-
-
-def as_json_text(value) -> str:
-    return as_json(value)
 
 
 def when(text: str | None) -> str:

@@ -1,13 +1,8 @@
 """The `forge` commands through a server's API, as the person whose token is stored (docs/design/api.md, section
-6), and the choice between that and the local mode. Nothing here needs Django set up: the `forge` script runs it
-on a machine that only talks to the server."""
+6). Nothing here needs Django set up: the `forge` script runs it on a machine that only talks to the server."""
 
 from __future__ import annotations
 
-import argparse
-import getpass
-import os
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,75 +19,13 @@ from engine.terminal import replies as reply_pairs, unasked_note, unasked_replie
 from engine.validation import Report, validate_source
 from engine.yamlload import YamlLoadError, load
 from forge.cli_commands import output
-from forge.cli_commands.parser import ACCOUNTS, SCHEDULES, SESSION, add_arguments
+from forge.cli_commands.parser import SCHEDULES
 from forge.cli_commands.waiting import Exit, read_reply_text
-from forge.cli_remote import config
 from forge.cli_remote.client import Client
-from forge.errors import BadRequest, ForgeError, Invalid, NotFound, exit_code_of
+from forge.errors import Invalid, NotFound
 
 Write = Callable[[str], object]
 FINISHED = ("completed", "failed", "cancelled")
-
-
-def dispatch(options: dict, out: Write, err: Write, *, local: Callable[[dict], int] | None,
-             transport=None) -> int | None:
-    """Run the command through the stored server's API, or with `local` when none is stored (None when there is
-    no server and no `local`: the caller runs it locally)."""
-    try:
-        action = options["action"]
-        if action == "login":
-            return login(options, out, transport=transport)
-        if action == "logout":
-            out(f"forgot the login stored in {config.config_path()}" if config.forget() else "no login was stored")
-            return EXIT_OK
-        server = config.stored()
-        if server is None:
-            return None if local is None else local(options)
-        if options.get("user"):
-            raise UsageError("--user acts as another person only on the server itself; through the API every "
-                             "command acts as the owner of the stored token (forge logout to act locally)")
-        if action in ACCOUNTS:
-            raise BadRequest(f"`forge {action}` runs only on the server itself: the API has no lockout operation")
-        client = Client(server.url, server.token, transport=transport)
-        try:
-            return Remote(client, out, err).handle(options)
-        finally:
-            client.close()
-    except Exit as exc:
-        return exc.code
-    except ForgeError as exc:
-        err(f"forge: {exc}")
-        return exit_code_of(exc)
-    except UsageError as exc:
-        err(f"forge: {exc}")
-        return EXIT_INVALID
-
-
-def login(options: dict, out: Write, *, transport=None) -> int:
-    url = config.normal_url(options["url"])
-    path = options.get("token_file")
-    if path == "-":
-        token = sys.stdin.readline()
-    elif path:
-        try:
-            token = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"--token-file: cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    else:
-        token = getpass.getpass(f"Token for {url} (made on the console's My tokens page): ")
-    token = token.strip()
-    if not token:
-        raise UsageError("no token was given: nothing was stored")
-    client = Client(url, token, transport=transport)
-    try:
-        me = client.get("/me")
-    finally:
-        client.close()
-    where = config.store(config.Server(url, token))
-    held = me.get("token") or {}
-    out(f"logged in to {url} as {me['username']}" + (f" (token {held['prefix']}…, expires {held['expires_at'][:10]})"
-                                                      if held else "") + f"; stored in {where}")
-    return EXIT_OK
 
 
 def typed_args(source: str, given: dict[str, str]) -> dict:
@@ -353,16 +286,3 @@ class Remote:
             "require_approval": options["require_approval"], "approvers": options["approver"]})
         self.out(output.as_json(row) if options["json"] else output.schedule_added(row))
         return EXIT_OK
-
-
-def script(argv: list[str]) -> int | None:
-    """The `forge` script without Django when a server is stored or the command is login or logout; None to run
-    it locally through the management command."""
-    wanted = (any(word in SESSION for word in argv) or os.environ.get("FORGE_URL", "").strip()
-              or config.config_path().exists())
-    if not wanted:
-        return None
-    parser = argparse.ArgumentParser(prog="forge", description="Run workflows on a Forge server.")
-    add_arguments(parser)
-    options = vars(parser.parse_args(argv))
-    return dispatch(options, print, lambda line: print(line, file=sys.stderr), local=None)

@@ -11,7 +11,7 @@ from unittest import mock
 from django.core.management import call_command
 
 from forge.cli_commands.parser import add_arguments
-from forge.cli_commands.remote import dispatch
+from forge.cli_commands.modes import dispatch
 from forge.runs.management.commands.forge import LOCAL_NOTE
 
 

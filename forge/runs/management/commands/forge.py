@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand
 
 from engine.terminal import EXIT_INVALID, UsageError
 from forge.accounts import cli as accounts_cli
-from forge.cli_commands import parser, remote
+from forge.cli_commands import modes, parser
 from forge.cli_commands.local import Local
 from forge.cli_commands.waiting import Exit
 from forge.errors import ForgeError, exit_code_of
@@ -35,7 +35,7 @@ class Command(BaseCommand):
         parser.add_arguments(parser_)
 
     def handle(self, *args, **options):
-        code = remote.dispatch(options, self.stdout.write, self.stderr.write, local=self._local)
+        code = modes.dispatch(options, self.stdout.write, self.stderr.write, local=self._local)
         sys.stdout.flush()
         if code:
             sys.exit(code)
