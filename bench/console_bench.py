@@ -22,7 +22,7 @@ cluster and daphne (tests/browser/console.py), watched by Debian's Chromium thro
   until the page has applied the run's last event, and how long that took.
 - server: a `--server-steps`-step run (an approval, then the rest in parallel) watched by the page; the server
   time the run view spends per 1,000 step events of it: the socket's reads and encoding of the events
-  (forge.console.stream.events_frame, in chunks, as the consumer does; median of 5 runs; wall-clock time, and
+  (forge.runs.reads.stream.events_frame, in chunks, as the consumer does; median of 5 runs; wall-clock time, and
   the process's CPU time, which a busy machine inflates less), plus
   the HTTP requests the page made while the run moved (the step events carry the table's sentence, times and
   cost, so there should be none: no whole read model fetched again). Beside it, for scale, one full read of the
@@ -108,8 +108,8 @@ def big(n: int) -> str:
 
 SERVER_TIME = """
 import statistics, time
-from forge.console.run_view import run_view
-from forge.console.stream import events_frame
+from forge.runs.reads.run_view import run_view
+from forge.runs.reads.stream import events_frame
 from forge.runs.models import Run, RunEvent
 
 def socket_reads():

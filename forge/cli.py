@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import sys
 
+from forge.cli_commands.modes import script
+
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        from forge.cli_commands.modes import script
-
         code = script(argv)
         if code is None:
             os.environ.setdefault("DJANGO_SETTINGS_MODULE", "forge.settings")

@@ -179,7 +179,7 @@ FORGE_SCHEDULES_S = env_float("FORGE_SCHEDULES_S", 1, minimum=0.01)
 # wake-up: the poll is what updates its pages).
 FORGE_LIVE_POLL_S = env_float("FORGE_LIVE_POLL_S", 2.0 if REDIS_URL else 0.2, minimum=0.02)
 FORGE_LIVE_REPLAY_MAX = env_int("FORGE_LIVE_REPLAY_MAX", 5000, minimum=1)
-# How often a process checks that its live sockets' sessions still let them watch (forge/console/session_watch.py).
+# How often a process checks that its live sockets' sessions still let them watch (forge/accounts/session_watch.py).
 FORGE_LIVE_SESSION_CHECK_S = env_float("FORGE_LIVE_SESSION_CHECK_S", 1.0, minimum=0.05)
 FORGE_ORM_BUSY_S = env_float("FORGE_ORM_BUSY_S", 1.0, minimum=0)
 FORGE_ORM_BUSY_POLL_S = env_float("FORGE_ORM_BUSY_POLL_S", 0.005, minimum=0.001)

@@ -1,5 +1,5 @@
 """How the API shows runs, their steps and approvals: the facts the console's run view, step panel and inbox show,
-with every argument that reads as a secret redacted as the console redacts it (forge/console/secret_args.py)."""
+with every argument that reads as a secret redacted as the console redacts it (forge/runs/reads/secret_args.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from rest_framework import serializers
 
 from engine.secrets import redact_secrets
-from forge.console.secret_args import hider
+from forge.runs.reads.secret_args import hider
 
 
 def _hide(run, value):
@@ -45,7 +45,7 @@ class RunOut(serializers.Serializer):
 
 
 class StepOut(serializers.Serializer):
-    """One row of the run view's steps table (forge/console/run_view.py's Node)."""
+    """One row of the run view's steps table (forge/runs/reads/run_view.py's Node)."""
 
     id = serializers.CharField()
     name = serializers.CharField()

@@ -1,6 +1,6 @@
 """A run's events as Server-Sent Events (docs/design/api.md, section 5): the run view's socket for scripts.
 
-The stream reads what the socket reads (forge/console/stream.py) in the socket's order: it joins the run's
+The stream reads what the socket reads (forge/runs/reads/stream.py) in the socket's order: it joins the run's
 group first (a new channel of the channel layer), then replays the events after the client's id (a snapshot
 when too far behind), then sends what each wake-up (forge/live.py) or the safety re-read finds, only ids above
 the last one sent. It ends once the run has ended and its last event was sent: the run's status is looked at
@@ -33,7 +33,8 @@ from django.conf import settings
 from django.http import StreamingHttpResponse
 
 from forge.api.auth import user_for_bearer
-from forge.console import session_watch, stream
+from forge.accounts import session_watch
+from forge.runs.reads import stream
 from forge.errors import Unauthenticated
 from forge.live import run_group, user_group
 
@@ -78,7 +79,7 @@ def event_stream(run_id: int, after: int, *, user_id: int, allowed: Callable[[],
 
 def allowed_for(request, run_id: int) -> Callable[[], bool]:
     """Whether what let `request` start a stream of the run still lets it watch, asked again from the database:
-    its token as forge/api/auth.py reads one, or its session as the sockets' is (forge/console/session_watch.py);
+    its token as forge/api/auth.py reads one, or its session as the sockets' is (forge/accounts/session_watch.py);
     then the rule of who may watch."""
     if getattr(request.user, "forge_token", None) is not None:
         header = SimpleNamespace(META={"HTTP_AUTHORIZATION": request.META.get("HTTP_AUTHORIZATION", "")})

@@ -9,7 +9,7 @@ run, RunEvent ids grow in commit order, because every round of a run holds the r
 skips one. A wake-up (forge/live.py) or the poll makes the consumer read again; each read sends only ids
 above the last one sent.
 
-Both sockets follow the session they were opened with (forge/console/session_watch.py): a logout, a password
+Both sockets follow the session they were opened with (forge/accounts/session_watch.py): a logout, a password
 change, being deactivated or leaving one's groups closes them with 4403.
 """
 
@@ -26,7 +26,9 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth import get_user
 
-from forge.console import session_watch, stream, watch
+from forge.accounts import session_watch
+from forge.console import watch
+from forge.runs.reads import stream
 from forge.console.socket_stats import counts
 from forge.live import APPROVALS, run_group, user_group
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.timesince import timesince
 
 from engine.interpreter.state import RunStatus
-from forge.console.spend import Spent, spent
+from forge.governance.spend import Spent, spent
 from forge.governance.models import BudgetEnvelope, Gateway
 from forge.governance.reservations import Ledger, month_start
 from forge.runs.models import Approval, Run

@@ -17,7 +17,7 @@ from engine.secrets import redact_secrets
 from forge.accounts.roles import can
 from forge.audit import codes
 from forge.audit.models import AuditEvent
-from forge.console.run_view import RunView
+from forge.runs.reads.run_view import RunView
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Run
 from forge.schedules.models import Schedule

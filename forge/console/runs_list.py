@@ -11,7 +11,7 @@ from django.utils import timezone
 from engine.interpreter.state import RunStatus
 from forge.accounts.roles import can
 from forge.console.run_head import duration_text, run_again_url
-from forge.console.run_view import held_words
+from forge.runs.reads.run_view import held_words
 from forge.runs.models import Approval, Run
 
 # tab -> its words. "Running" and "Waiting for a person" do not overlap: a run in flight with a pending

@@ -3,7 +3,7 @@
 Logout, a password change, being deactivated (any save of the person) or leaving a group sends
 `{"type": "session.check"}` to the person's group (forge.live.user_group) after the commit; a logout names the
 session it ended (a digest, not the key), whose sockets close without a query. Every other socket that hears it
-checks its ticket now (forge/console/session_watch.py) instead of at the end of its period.
+checks its ticket now (forge/accounts/session_watch.py) instead of at the end of its period.
 
 The message reaches whatever the channel layer reaches: with Redis every daphne; with the in-memory layer of
 the embedded default only the process that made the change (daphne itself for the console's logout and

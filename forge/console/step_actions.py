@@ -11,7 +11,7 @@ from django.urls import reverse
 from forge.accounts.roles import can
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run
-from forge.console.inbox import ReplyAsk, reply_ask
+from forge.runs.reads.inbox import ReplyAsk, reply_ask
 from forge.runs.selectors import may_decide
 
 

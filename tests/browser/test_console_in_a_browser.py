@@ -63,7 +63,7 @@ def start_runs(console, *vendors: str) -> list[int]:
 
 
 def event_ids(console, run_id: int) -> list[int]:
-    """The events a page is sent: all but what the interpreter was fed (forge/console/stream.py)."""
+    """The events a page is sent: all but what the interpreter was fed (forge/runs/reads/stream.py)."""
     return [i for (i,) in console.deployment.sql(
         "SELECT id FROM forge_runs_runevent WHERE run_id = %s AND kind <> 'input' ORDER BY id", (run_id,))]
 

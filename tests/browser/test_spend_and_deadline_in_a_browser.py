@@ -24,7 +24,7 @@ SHORT_DEADLINE = WAITS_WITH_A_DEADLINE.replace("waits_with_a_deadline", "short_d
 LEFT = "() => document.querySelector('#run-deadline .deadline-left').textContent"
 PHONE = {"width": 390, "height": 844}
 WIDTH = "() => document.documentElement.scrollWidth"
-# What a gateway-routed attempt leaves in the run's events (the contract of forge/console/attempt_calls.py).
+# What a gateway-routed attempt leaves in the run's events (the contract of forge/runs/reads/attempt_calls.py).
 CALLS = """
 from forge.runs.models import Run, RunEvent
 run = Run.objects.get(pk={run})

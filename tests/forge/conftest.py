@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.core.cache import caches
+from django.core.cache.backends.locmem import LocMemCache
 
 from engine.executors.sandbox import Sandbox
 from django.utils import timezone
@@ -96,6 +98,24 @@ def fast_forward(run: Run, *, rounds: int = 200) -> Run:
         advance(run.pk)
     run.refresh_from_db()
     return run
+
+
+@pytest.fixture(autouse=True)
+def no_stored_server(tmp_path_factory, monkeypatch):
+    """The `forge` command acts locally in every test unless it says otherwise: a developer's own `forge login`
+    (or FORGE_URL in their shell) would otherwise send the tests' commands to their server."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+    monkeypatch.delenv("FORGE_URL", raising=False)
+    monkeypatch.delenv("FORGE_TOKEN", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def fresh_rate_windows():
+    """Each test starts with the API's rate-limit windows empty: they live in the cache, which outlives a test's
+    database, so a suite's anonymous requests would otherwise share one window per address. (Only the process's
+    own memory: clearing a Redis cache would empty the database the cluster and the channel layer share.)"""
+    if isinstance(caches["default"], LocMemCache):
+        caches["default"].clear()
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ from rest_framework.response import Response
 
 from forge.api import sse
 from forge.api.base import ApiView
-from forge.console import stream
+from forge.runs.reads import stream
 from forge.errors import BadRequest, Forbidden, NotFound
 
 MAX_ID = 2**63 - 1  # the largest id a database hands out

@@ -1,7 +1,7 @@
 """The API's runs operations (docs/design/api.md, section 5): start, list, read a run with its steps, a step's
 attempts, outputs and log, cancel, the restart plan and the restart bound to it. Each calls the selector or
 service the console calls; who may not see runs is refused (403), an unknown run to those who may is a 404, as
-the run view's live stream answers (forge/console/stream.may_watch)."""
+the run view's live stream answers (forge/runs/reads/stream.may_watch)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from forge.api.fields import Whole, Words
 from forge.api.problems import validation_problem
 from forge.api.routes import by_method
 from forge.api.serializers_runs import LogEntryOut, RunDetailOut, RunOut, StepAttemptsOut, StepOutputsOut
-from forge.console.attempts import step_times
-from forge.console.run_log import LEVELS, Query as LogQuery, run_log
-from forge.console.run_view import run_view
-from forge.console.secret_args import hider
-from forge.console.step_panel import step_panel
+from forge.runs.reads.attempts import step_times
+from forge.runs.reads.run_log import LEVELS, Query as LogQuery, run_log
+from forge.runs.reads.run_view import run_view
+from forge.runs.reads.secret_args import hider
+from forge.runs.reads.step_panel import step_panel
 from forge.errors import BadRequest, Invalid, NotFound
 from forge.filters import MAX_ID, filtered
 from forge.governance.validators import kept_json

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
 
-from forge.console.inbox import ReplyAsk, reply_ask
+from forge.runs.reads.inbox import ReplyAsk, reply_ask
 from forge.console.views.pages import require_view
 from forge.runs.models import Approval
 from forge.runs.selectors import may_decide, runs_for_user

@@ -9,7 +9,7 @@ from django.utils.log import log_response
 
 from forge.accounts.roles import can
 from forge.console import dashboard as board
-from forge.console.inbox import inbox_for_user
+from forge.runs.reads.inbox import inbox_for_user
 from forge.console.views import editor_api
 from forge.errors import BadRequest, Forbidden, TooLarge
 

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_POST
 
-from forge.console.inbox import reply_ask
+from forge.runs.reads.inbox import reply_ask
 from forge.console.views.actions import back, sentence
 from forge.console.views.pages import require_view
 from forge.console.views.said import said, sent_by_htmx

@@ -10,9 +10,9 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from forge.console.attempts import run_times
+from forge.runs.reads.attempts import run_times
 from forge.console.filters import Filters
-from forge.console.run_log import LEVELS, Query, run_log
+from forge.runs.reads.run_log import LEVELS, Query, run_log
 from forge.console.views.pages import require_view
 from forge.errors import BadRequest, problem_of
 from forge.runs.compiled import run_workflow

@@ -13,9 +13,9 @@ from django.shortcuts import get_object_or_404, render
 from forge.accounts.roles import can
 from forge.console import runs_list
 from forge.console.run_head import head_context
-from forge.console.run_view import run_view
+from forge.runs.reads.run_view import run_view
 from forge.console.step_actions import step_actions
-from forge.console.step_panel import step_panel
+from forge.runs.reads.step_panel import step_panel
 from forge.console.views.decisions import decisions_for
 from forge.console.views.pages import require_view
 from forge.filters import OptionFilter

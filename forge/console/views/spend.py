@@ -7,7 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
-from forge.console import spend
+from forge.governance import spend
 from forge.console.filters import Filters
 from forge.console.views.pages import require_view
 

@@ -18,7 +18,7 @@ from django.test import Client, override_settings
 
 from forge.api import sse
 from forge.asgi import application
-from forge.console import stream as live_stream
+from forge.runs.reads import stream as live_stream
 from forge.accounts.tokens import token_create, token_revoke
 from forge.live import run_group, user_group
 from forge.runs import services

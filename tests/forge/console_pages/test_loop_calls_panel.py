@@ -10,7 +10,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from forge.console.loop_count import count_words
+from forge.runs.reads.loop_count import count_words
 from forge.runs import services
 from tests.forge.conftest import fast_forward
 

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from engine.money import money_text
-from forge.console.stream import snapshot_if_too_far
+from forge.runs.reads.stream import snapshot_if_too_far
 from forge.governance.models import BudgetEnvelope, TokenEvent
 from forge.runs import services
 from forge.runs.models import RunEvent, StepResult

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from forge.runs import services
 from forge.audit.models import AuditEvent
-from forge.console.attempts import step_times
+from forge.runs.reads.attempts import step_times
 from forge.runs.models import Approval, RunInput
 from forge.runs.sentences import why_not_running
 from tests.forge.conftest import fast_forward, member, steps_of

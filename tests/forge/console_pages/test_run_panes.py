@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from forge.console.attempts import fold, step_times
+from forge.runs.reads.attempts import fold, step_times
 from forge.runs import services
 from forge.runs.models import Approval, RunEvent
 from tests.forge.conftest import fast_forward

@@ -41,7 +41,7 @@ def run(save_workflow, operator):
 
 
 def event_ids(run) -> list[int]:
-    """The events a page is sent: all but what the interpreter was fed (forge/console/stream.py)."""
+    """The events a page is sent: all but what the interpreter was fed (forge/runs/reads/stream.py)."""
     return list(RunEvent.objects.filter(run=run).exclude(kind="input").order_by("id").values_list("id", flat=True))
 
 

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from forge.console.stream import events_frame, snapshot_if_too_far
+from forge.runs.reads.stream import events_frame, snapshot_if_too_far
 from forge.runs import services
 from forge.runs.models import Approval, Run, RunEvent, StepOutput, StepResult
 from forge.runtime.rounds import advance

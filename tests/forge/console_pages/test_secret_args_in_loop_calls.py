@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from forge.console.secret_args import hider
+from forge.runs.reads.secret_args import hider
 from forge.runs import services
 from forge.runs.models import Approval
 from tests.forge.conftest import fast_forward

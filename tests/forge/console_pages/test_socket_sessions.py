@@ -14,7 +14,7 @@ from django.db import connection
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 
-from forge.console import session_watch
+from forge.accounts import session_watch
 from forge.live import session_digest
 from tests.forge.conftest import member
 from tests.forge.console_pages.test_run_stream import ORIGIN, socket_to, sync

@@ -9,7 +9,7 @@ from html import unescape
 import pytest
 from django.urls import reverse
 
-from forge.console.step_artifacts import size_text
+from forge.runs.reads.step_artifacts import size_text
 from forge.governance.models import Agent
 from forge.runs import services
 from forge.runs.models import Artifact, Run, RunEvent

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 from engine.interpreter.state import Wait
-from forge.console.attempts import WAIT_NAMES, WAIT_SAYS
+from forge.runs.reads.attempts import WAIT_NAMES, WAIT_SAYS
 
 SCRIPT = Path(__file__).resolve().parents[3] / "forge/console/static/console/run_attempts.js"
 

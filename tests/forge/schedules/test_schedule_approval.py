@@ -11,8 +11,8 @@ from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
 from forge.audit.models import AuditEvent
-from forge.console.inbox import inbox_for_user
-from forge.console.run_view import held_words, run_view
+from forge.runs.reads.inbox import inbox_for_user
+from forge.runs.reads.run_view import held_words, run_view
 from forge.runs import services as runs
 from forge.runs.models import Approval, Run, RunInput, StepResult
 from forge.runs.selectors import is_paused, run_report

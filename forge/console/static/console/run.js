@@ -205,7 +205,7 @@
     unlabelled.clear();
   }
 
-  // Where a loop step is, worded as forge/console/loop_count.py words it: the fix cycle (0 in the first review) of a
+  // Where a loop step is, worded as forge/runs/reads/loop_count.py words it: the fix cycle (0 in the first review) of a
   // reviewer/fix loop, whose calls are review, fix, review...; an iterate loop's iteration.
   function loopCount(n) {
     if (!n.loop || !n.iteration) return "";

@@ -1,5 +1,5 @@
 // Every step's attempts and waits on the run's clock, for the Gantt and the status list: read once from the
-// server (forge/console/attempts.py), then kept up to date from the run's events ("forge:events") by the same
+// server (forge/runs/reads/attempts.py), then kept up to date from the run's events ("forge:events") by the same
 // rules, so a burst of events never fetches it again. Tells its readers "forge:attempts" ({steps}: ids changed).
 (function () {
   "use strict";

@@ -1,4 +1,4 @@
-// The run log under the graph: every step's events and output in one stream (forge/console/run_log.py), with a
+// The run log under the graph: every step's events and output in one stream (forge/runs/reads/run_log.py), with a
 // level filter, text search and a step column, narrowed to the selected step; long output folded behind "show all".
 // New entries are read after the last one shown when events arrive (never the whole log again).
 (function () {

@@ -11,7 +11,7 @@ from django.db.models import Max
 
 from engine.interpreter.state import StepStatus
 from engine.money import money_text
-from forge.console.loop_count import loop_of
+from forge.runs.reads.loop_count import loop_of
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run, RunEvent, StepResult
 from forge.runs.restart_plan import carried_steps
@@ -42,7 +42,7 @@ class Node:
     carried: bool = False
     name: str = ""  # the step's `name`, shown beside its id
     phase: str = ""
-    loop: dict[str, Any] | None = None  # a loop step's flavour and bound (forge/console/loop_count.py)
+    loop: dict[str, Any] | None = None  # a loop step's flavour and bound (forge/runs/reads/loop_count.py)
     iteration: int = 0  # a loop step's calls or iterations so far
 
     def to_json(self) -> dict[str, Any]:

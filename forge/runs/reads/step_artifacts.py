@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django.urls import reverse
 
-from forge.console.attempt_calls import positive_int
+from forge.runs.reads.attempt_calls import positive_int
 from forge.runs.artifacts import REFUSED, artifacts_of
 from forge.runs.models import Run, RunEvent
 

@@ -13,7 +13,7 @@ from django.db.models.functions import Cast
 
 from engine.interpreter.state import RunStatus
 from forge.accounts.roles import can
-from forge.console.run_view import run_view
+from forge.runs.reads.run_view import run_view
 from forge.runs.models import Run, RunEvent
 from forge.runs.selectors import runs_for_user
 

@@ -11,8 +11,8 @@ from typing import Any, Iterator
 from django.db.models import Max
 
 from engine.interpreter.state import StepStatus, Wait
-from forge.console.attempts import WAIT_NAMES, WAIT_SAYS
-from forge.console.secret_args import hider
+from forge.runs.reads.attempts import WAIT_NAMES, WAIT_SAYS
+from forge.runs.reads.secret_args import hider
 from forge.runs.decision_words import decided_words
 from forge.runs.models import Run, RunEvent, StepOutput, StepResult
 from forge.runs.selectors import step_iterations

@@ -11,11 +11,11 @@ from datetime import datetime
 from typing import Any
 
 from engine.interpreter.state import StepStatus
-from forge.console.attempt_calls import AttemptCall, PinnedAgent, attempt_calls, pinned_agent
-from forge.console.attempts import StepTimes, step_times
-from forge.console.loop_count import loop_count
-from forge.console.secret_args import hider
-from forge.console.step_artifacts import Kept, Refused, step_artifacts
+from forge.runs.reads.attempt_calls import AttemptCall, PinnedAgent, attempt_calls, pinned_agent
+from forge.runs.reads.attempts import StepTimes, step_times
+from forge.runs.reads.loop_count import loop_count
+from forge.runs.reads.secret_args import hider
+from forge.runs.reads.step_artifacts import Kept, Refused, step_artifacts
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run, StepOutput, StepResult
 from forge.runs.selectors import step_iterations

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 
 from engine.secrets import redact_secrets
-from forge.console.secret_args import hider
+from forge.runs.reads.secret_args import hider
 from forge.runs.compiled import run_workflow
 from forge.runs.models import Approval, Run, RunEvent, StepResult
 from forge.runs.selectors import approvals_for_user, replies_so_far
