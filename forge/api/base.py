@@ -70,6 +70,7 @@ class ApiView(APIView):
     paged: bool = False  # a list operation: answers a cursor page of Output
     success_status: int = 200  # what `answer` and the schema give when the operation succeeds (201 for a creation)
     ordering: Sequence[str] = ("-id",)  # the page's order; the last field must be unique
+    secret_fields: tuple[str, ...] = ()  # answer fields shown once (a token): never kept for an idempotent replay
 
     permission_classes = [IsAuthenticated]
     parser_classes = [StrictJSONParser]
@@ -157,7 +158,7 @@ class ApiView(APIView):
             claim.abandon()
         elif claim is not None:
             self.response.render()
-            claim.store(self.response)
+            claim.store(self.response, self.secret_fields)
         return self.response
 
     def finalize_response(self, request, response, *args, **kwargs):

@@ -5,13 +5,15 @@ owner's (`token:<id>`, or `user:<id>` for a session). The first request with a k
 in a transaction of its own that commits before the operation runs, so a second request with the key, even one
 racing it, finds the row: while the first runs, it is a 409 problem; once the first's answer is stored, the same
 request (method, path and body) gets that answer again with `Idempotent-Replayed: true`, and another request a 422
-problem. The operation's own transaction commits before the answer is stored; a request that died between the
+problem. A secret the first answer showed (a token) is never kept: a replay answers null in its place. The
+operation's own transaction commits before the answer is stored; a request that died between the
 two leaves a row without status, met as 409 until it is 24 hours old. Older keys are ignored and pruned.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -40,16 +42,27 @@ class Claim:
     pk: int
     replay: HttpResponse | None = None
 
-    def store(self, response: HttpResponse) -> None:
+    def store(self, response: HttpResponse, secret_fields: tuple[str, ...] = ()) -> None:
+        """Keep the answer for replays; each of `secret_fields` in its JSON body is kept as null: a secret is shown
+        in the first answer only, and a replay says the object was made without showing it again."""
         if response.status_code >= 500:  # the server could not answer: a retry may be taken again
             self.abandon()
             return
         headers = {name: response[name] for name in STORED_HEADERS if response.has_header(name)}
         IdempotencyKey.objects.filter(pk=self.pk).update(
-            status=response.status_code, headers=headers, body=bytes(response.content))
+            status=response.status_code, headers=headers, body=without_secrets(bytes(response.content), secret_fields))
 
     def abandon(self) -> None:
         IdempotencyKey.objects.filter(pk=self.pk, status=None).delete()
+
+
+def without_secrets(body: bytes, fields: tuple[str, ...]) -> bytes:
+    if not fields or not body:
+        return body
+    answer = json.loads(body)
+    if isinstance(answer, dict):
+        answer.update({name: None for name in fields if name in answer})
+    return json.dumps(answer, ensure_ascii=False).encode()
 
 
 def owner_of(request) -> str | None:

@@ -212,6 +212,7 @@ class GatewayTokenIssueApi(ConfigApi):
 
     kind, Output = GATEWAYS, TokenIssuedOut
     success_status = 201
+    secret_fields = ("token",)
 
     def post(self, request, pk: int):
         gateway = self.row(pk)

@@ -47,16 +47,6 @@ def _made(token, secret: str) -> dict:
     return MadeOut(token).data
 
 
-class AnswersASecret(ApiView):
-    """An operation whose answer holds a token's secret. forge/api/idempotency.py keeps a keyed write's answer
-    for replays, which would keep the secret in the database for a day: its Idempotency-Key is set aside, so a
-    retry makes another token (the first stays listed, to be revoked)."""
-
-    def initialize_request(self, request, *args, **kwargs):
-        request.META.pop("HTTP_IDEMPOTENCY_KEY", None)
-        return super().initialize_request(request, *args, **kwargs)
-
-
 class MyTokenListApi(ApiView):
     """My tokens, newest first, revoked and expired ones included (never their secrets)."""
 
@@ -68,11 +58,12 @@ class MyTokenListApi(ApiView):
         return self.page(tokens_of(request.user).select_related("user"))
 
 
-class MyTokenCreateApi(AnswersASecret):
+class MyTokenCreateApi(ApiView):
     """Make a token acting as me, with some of the scopes (through a token: only scopes it holds itself). The
     answer holds the secret, which no other answer will show."""
 
     action = None
+    secret_fields = ("secret",)
     success_status = 201
     Input = TokenIn
     Output = MadeOut
@@ -124,10 +115,11 @@ class ServiceAccountCreateApi(ApiView):
         return self.answer(account)
 
 
-class ServiceAccountTokenCreateApi(AnswersASecret):
+class ServiceAccountTokenCreateApi(ApiView):
     """Make a token for a service account (Admins); the answer holds its secret, once."""
 
     action = "governance.edit"
+    secret_fields = ("secret",)
     success_status = 201
     Input = TokenIn
     Output = MadeOut

@@ -265,6 +265,20 @@ def test_a_gateways_token_is_shown_once_and_never_its_hash(admin):
     problem(admin.get(API + f"gateways/{gateway.pk}/token"), 405)
 
 
+def test_a_retried_gateway_token_request_issues_once_and_never_keeps_the_token(admin):
+    from forge.api.models import IdempotencyKey
+
+    gateway = Gateway.objects.create(name="gw")
+    first = admin.post(API + f"gateways/{gateway.pk}/token", {}, format="json", HTTP_IDEMPOTENCY_KEY="issue-1")
+    again = admin.post(API + f"gateways/{gateway.pk}/token", {}, format="json", HTTP_IDEMPOTENCY_KEY="issue-1")
+    assert first.status_code == again.status_code == 201 and again["Idempotent-Replayed"] == "true"
+    token = first.json()["token"]
+    assert again.json() == {"gateway": "gw", "token": None}
+    gateway.refresh_from_db()
+    assert gateway.token_matches(token) and len(events(codes.GATEWAY_TOKEN_ISSUED)) == 1
+    assert token.encode() not in bytes(IdempotencyKey.objects.get().body)
+
+
 def test_only_admins_issue_a_gateways_token(operator):
     gateway = Gateway.objects.create(name="gw")
     problem(send(signed_in(operator), "POST", f"gateways/{gateway.pk}/token"), 403)

@@ -134,14 +134,19 @@ def test_service_account_refusals(admin_user, operator):
     assert not ApiToken.objects.filter(user__username="bot").exists()
 
 
-def test_a_secret_is_never_kept_for_an_idempotent_replay(operator, admin_user):
+def test_a_retried_token_request_makes_one_token_and_never_keeps_its_secret(operator, admin_user):
     from forge.api.models import IdempotencyKey
 
     service_account_create(user=admin_user, username="bot")
+    secrets = []
     for client, path in ((signed_in(operator), "me/tokens"), (signed_in(admin_user), "service-accounts/bot/tokens")):
-        for _ in range(2):
-            answer = client.post(f"/api/v1/{path}", MAKE, format="json", HTTP_IDEMPOTENCY_KEY="make-1")
-            assert answer.status_code == 201 and answer.json()["secret"].startswith("forge_pat_")
-            assert not answer.has_header("Idempotent-Replayed")
-    assert ApiToken.objects.count() == 4
-    assert not [row for row in IdempotencyKey.objects.all() if b"forge_pat_" in bytes(row.body or b"")]
+        first = client.post(f"/api/v1/{path}", MAKE, format="json", HTTP_IDEMPOTENCY_KEY="make-1")
+        again = client.post(f"/api/v1/{path}", MAKE, format="json", HTTP_IDEMPOTENCY_KEY="make-1")
+        assert first.status_code == again.status_code == 201
+        assert first.json()["secret"].startswith("forge_pat_") and not first.has_header("Idempotent-Replayed")
+        assert again["Idempotent-Replayed"] == "true" and again.json()["secret"] is None
+        assert again.json()["id"] == first.json()["id"]  # the same token: its secret was shown once
+        secrets.append(first.json()["secret"].encode())
+    assert ApiToken.objects.count() == 2
+    assert IdempotencyKey.objects.count() == 2
+    assert not [row for row in IdempotencyKey.objects.all() for secret in secrets if secret in bytes(row.body)]
