@@ -9,21 +9,29 @@ cookie that holds one is no session.
 
 from __future__ import annotations
 
+import json
 import re
 
 from django.conf import settings
-from django.http import Http404, HttpResponseBadRequest
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
+
+from forge.errors import BadRequest, problem_of
 
 IN_PATH = re.compile(r"[\x00-\x1f\x7f]")
 IN_VALUE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+API = "/api/"
 
 
-def refusal(where: str, name: str, text: str) -> HttpResponseBadRequest:
+def refusal(request, where: str, name: str, text: str) -> HttpResponse:
+    """A 400 saying which value holds the character: a problem (RFC 9457) to the API's clients, text to others."""
     found = IN_VALUE.search(text).group()
     shown = name[:40].translate({c: "\ufffd" for c in range(32)})
-    return HttpResponseBadRequest(
-        f"The {where} {shown!r} holds a control character (U+{ord(found):04X}), which no field of Forge "
-        f"accepts: send it without one.\n", content_type="text/plain; charset=utf-8")
+    said = (f"The {where} {shown!r} holds a control character (U+{ord(found):04X}), which no field of Forge "
+            f"accepts: send it without one.")
+    if request.path_info.startswith(API):
+        status, body = problem_of(BadRequest(said, code="control_character"))
+        return HttpResponse(json.dumps(body), status=status, content_type="application/problem+json")
+    return HttpResponseBadRequest(said + "\n", content_type="text/plain; charset=utf-8")
 
 
 class ControlCharacterGuard:
@@ -50,5 +58,5 @@ class ControlCharacterGuard:
             for name, values in params.lists():
                 for text in (name, *values):
                     if IN_VALUE.search(text):
-                        return refusal(where, name, text)
+                        return refusal(request, where, name, text)
         return None

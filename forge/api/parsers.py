@@ -16,6 +16,7 @@ from forge.errors import BadRequest, TooLarge
 STRINGS = re.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\Z)', re.DOTALL)
 NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 opening, -1 (as a signed byte) closing
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # where an unpaired one may hide: then the value is checked
 
 
 def json_depth(text: bytes) -> int:
@@ -50,8 +51,14 @@ class StrictJSONParser(BaseParser):
             raise BadRequest(f"The body nests {depth} deep; at most {most} is taken.",
                              code="too_deep")
         try:
-            return json.loads(text.decode("utf-8"), parse_constant=_refuse_constant)
+            value = json.loads(text.decode("utf-8"), parse_constant=_refuse_constant)
+            if SURROGATE_ESCAPE.search(text):
+                json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # JSON's \ud800 alone: no text any answer, row or log could hold
+            raise BadRequest("The body holds an unpaired surrogate (\\ud800 to \\udfff), which is no character.",
+                             code="unparsable") from None
         except UnicodeDecodeError:
             raise BadRequest("The body is not UTF-8.", code="unparsable") from None
         except ValueError as exc:
             raise BadRequest(f"The body is not JSON: {exc}.", code="unparsable") from None
+        return value

@@ -42,6 +42,14 @@ def test_the_reported_nul_queries_are_400(signed_in, run, path):
     assert signed_in.get(path).status_code == 400
 
 
+def test_a_control_character_in_an_api_query_is_a_problem_naming_the_parameter(signed_in, run):
+    answer = signed_in.get("/api/v1/runs", {"workflow": "a\x00b"})
+    assert answer.status_code == 400 and answer["Content-Type"] == "application/problem+json"
+    body = answer.json()
+    assert body["code"] == "control_character" and "'workflow' holds a control character (U+0000)" in body["detail"]
+    assert signed_in.get("/api/v1/runs", {"workflow": "ab"}).status_code == 200
+
+
 def test_a_control_character_in_a_form_is_a_400_and_changes_nothing(signed_in, run):
     events, status = AuditEvent.objects.count(), run.status
     page = signed_in.post(reverse("console:cancel", args=[run.pk]), {"reason": "stop\x00now"})

@@ -66,6 +66,18 @@ def test_what_is_not_strict_json_is_refused(client, unchanged, text):
     assert refused(post(client, GROUPS, text))["code"] == "unparsable"
 
 
+@pytest.mark.parametrize("text", [rb'{"name": "x", "\ud800": 1}', rb'{"name": "\udfff"}',
+                                  rb'{"name": "x", "tags": ["a\ud83d"]}'])
+def test_an_unpaired_surrogate_anywhere_is_refused(client, unchanged, text):
+    body = refused(post(client, GROUPS, text))
+    assert body["code"] == "unparsable" and "unpaired surrogate" in body["detail"]
+
+
+def test_a_paired_surrogate_and_an_escaped_backslash_are_text(client):
+    answer = post(client, GROUPS, rb'{"name": "\ud83d\ude00", "tags": ["\\ud800"]}')
+    assert answer.status_code == 201 and answer.json()["name"].startswith("\U0001F600-")
+
+
 def nested(depth: int) -> str:
     return '{"name": "deep", "tags": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
 
