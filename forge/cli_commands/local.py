@@ -10,7 +10,7 @@ from pathlib import Path
 from django.db.models import Count, Max
 
 from engine.interpreter import DECISIONS
-from engine.problems import Problem, WorkflowInvalid
+from engine.problems import WorkflowInvalid
 from engine.terminal import (
     EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run,
 )
@@ -236,12 +236,9 @@ class Local:
     def do_validate(self, options) -> int:
         """Exits like `python -m engine validate` (0 valid, 1 invalid, 2 unreadable), but judges as saving does."""
         path = options["file"]
-        try:
-            source = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc)
-            found = Report(problems=[Problem("unreadable", f"cannot read {path}: {reason}")]).to_json()
-            return self._validated(options, path, found, "", EXIT_INVALID)
+        source, unreadable = output.read_source(path)
+        if unreadable:
+            return self._validated(options, path, unreadable, "", EXIT_INVALID)
         found = workflow_validate(source=source).to_json()
         return self._validated(options, path, found, source, EXIT_OK if found["valid"] else EXIT_FAILED)
 

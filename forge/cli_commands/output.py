@@ -5,6 +5,7 @@ so a command prints the same lines and JSON in either mode."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Callable
 
 from engine.problems import Problem
@@ -179,3 +180,12 @@ def run_summary(detail: dict) -> dict:
     return {"status": "paused" if paused(detail) else detail["status"], "error": detail["error"],
             "steps": {s["id"]: {"status": s["status"], "attempts": s["attempt"], "error": s["error"],
                                 "error_code": s["error_code"]} for s in detail["steps"]}}
+
+
+def read_source(path: str) -> tuple[str, dict | None]:
+    """The workflow file's text for `forge validate`, or ("", the report saying why it cannot be read)."""
+    try:
+        return Path(path).read_text(encoding="utf-8"), None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        return "", Report(problems=[Problem("unreadable", f"cannot read {path}: {reason}")]).to_json()

@@ -11,12 +11,11 @@ from typing import Callable
 from engine.arguments import ArgumentsInvalid, resolve_args
 from engine.interpreter import DECISIONS
 from engine.model import ArgSpec
-from engine.problems import Problem
 from engine.terminal import (
     EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run,
 )
 from engine.terminal import replies as reply_pairs, unasked_note, unasked_replies
-from engine.validation import Report, validate_source
+from engine.validation import validate_source
 from engine.yamlload import YamlLoadError, load
 from forge.cli_commands import output
 from forge.cli_commands.parser import SCHEDULES
@@ -225,12 +224,9 @@ class Remote:
 
     def do_validate(self, options) -> int:
         path = options["file"]
-        try:
-            source = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc)
-            found = Report(problems=[Problem("unreadable", f"cannot read {path}: {reason}")]).to_json()
-            source, code = "", EXIT_INVALID
+        source, found = output.read_source(path)
+        if found:
+            code = EXIT_INVALID
         else:
             found = self.api.post("/workflows/validate", {"yaml": source})
             code = EXIT_OK if found["valid"] else EXIT_FAILED
