@@ -15,7 +15,7 @@ import re
 from django.conf import settings
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 
-from forge.errors import BadRequest, problem_of
+from forge.errors import BadRequest, ForgeError, NotFound, problem_of
 
 IN_PATH = re.compile(r"[\x00-\x1f\x7f]")
 IN_VALUE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -29,9 +29,13 @@ def refusal(request, where: str, name: str, text: str) -> HttpResponse:
     said = (f"The {where} {shown!r} holds a control character (U+{ord(found):04X}), which no field of Forge "
             f"accepts: send it without one.")
     if request.path_info.startswith(API):
-        status, body = problem_of(BadRequest(said, code="control_character"))
-        return HttpResponse(json.dumps(body), status=status, content_type="application/problem+json")
+        return problem(BadRequest(said, code="control_character"))
     return HttpResponseBadRequest(said + "\n", content_type="text/plain; charset=utf-8")
+
+
+def problem(exc: ForgeError) -> HttpResponse:
+    status, body = problem_of(exc)
+    return HttpResponse(json.dumps(body), status=status, content_type="application/problem+json")
 
 
 class ControlCharacterGuard:
@@ -49,6 +53,8 @@ class ControlCharacterGuard:
 
     def process_view(self, request, view, args, kwargs):
         if IN_PATH.search(request.path_info):
+            if request.path_info.startswith(API):
+                return problem(NotFound("No operation has a control character in its address.", code="no_such_path"))
             raise Http404("no page has a control character in its address")
         sources = [("query parameter", request.GET)]
         # Views exempt from CSRF (the API) read their own body, which reading the form here would consume.

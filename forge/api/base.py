@@ -110,6 +110,7 @@ class ApiView(APIView):
         self.format_kwarg = self.get_format_suffix(**kwargs)
         request.accepted_renderer, request.accepted_media_type = self.perform_content_negotiation(request)
         request.version, request.versioning_scheme = self.determine_version(request, *args, **kwargs)
+        idempotency.keep_body(request)
         try:
             self.perform_authentication(request)
         finally:

@@ -86,6 +86,13 @@ def read_key(request) -> str | None:
     return raw
 
 
+def keep_body(request) -> None:
+    """Read a keyed write's raw body before authentication: a session's CSRF check parses the stream (DRF's
+    `request.POST`), after which the body could no longer be read to fingerprint it."""
+    if request.method in WRITES and "HTTP_IDEMPOTENCY_KEY" in request.META:
+        fingerprint(request)
+
+
 def fingerprint(request) -> str:
     """SHA-256 of the request's method, path with its query and body."""
     try:

@@ -11,6 +11,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpResponse, HttpResponsePermanentRedirect
 from django.urls import Resolver404, resolve
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -113,6 +114,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     return response
 
 
+@csrf_exempt  # a write to no operation is a 404 problem, not the console's page for a missing CSRF token
 def not_found(request, *args, **kwargs) -> HttpResponse:
     """Any /api/v1/ path no operation has: a 404 problem rather than the console's page (a read of a path that
     lacks only its final slash is sent there, as Django's APPEND_SLASH would)."""

@@ -73,12 +73,19 @@ def test_keys_are_each_owners_own(operator):
 
 
 @pytest.mark.django_db
-def test_a_console_session_keys_by_person(client, operator):
-    session = Client(enforce_csrf_checks=False)
+def test_a_console_session_keys_by_person_with_its_csrf_check(client, operator):
+    session = Client(enforce_csrf_checks=True)  # the check parses the body before the key is read
     session.force_login(operator)
-    post(session, GROUPS, {"name": "blue"}, key="k")
-    assert post(session, GROUPS, {"name": "blue"}, key="k")["Idempotent-Replayed"] == "true"
-    assert IdempotencyKey.objects.get().owner == f"user:{operator.pk}"
+    secret = "a" * 32  # a CSRF cookie as a page would have set it, sent back in the header as the console's JS does
+    session.cookies["csrftoken"] = secret
+    csrf = {"HTTP_X_CSRFTOKEN": secret}
+    assert post(session, GROUPS, {"name": "blue"}, key="k0").status_code == 403  # without it: refused
+    first = post(session, GROUPS, {"name": "blue"}, key="k", **csrf)
+    assert first.status_code == 201
+    again = post(session, GROUPS, {"name": "blue"}, key="k", **csrf)
+    assert again["Idempotent-Replayed"] == "true" and again.json() == first.json()
+    assert post(session, GROUPS, {"name": "red"}, key="k", **csrf).status_code == 422
+    assert IdempotencyKey.objects.get().owner == f"user:{operator.pk}" and made() == 1
 
 
 @pytest.mark.django_db

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 
 from forge.errors import PROBLEMS
 from tests.forge.api.infra import URLS, bearer, fresh_rate_windows, post  # noqa: F401 - the fixture is used
@@ -52,6 +53,15 @@ def test_the_real_urls_end_the_api_with_the_same_404(client):
     problem(client.get("/api/v1/nothing-here/"), 404, "not-found")
     assert client.get("/api/v1/docs?x=1")["Location"] == "/api/v1/docs/?x=1"  # a human's missing slash
     problem(client.post("/api/v1/docs", {}), 404, "not-found")
+
+
+@pytest.mark.urls("forge.urls")
+def test_a_sessions_write_to_no_operation_is_the_404_problem_not_the_csrf_page(operator):
+    session = Client(enforce_csrf_checks=True)
+    session.force_login(operator)
+    for method in ("post", "patch", "delete"):
+        problem(getattr(session, method)("/api/v1/agents/abc"), 404, "not-found")
+    problem(session.get("/api/v1/work%07flows"), 404, "not-found")  # a control character: no operation either
 
 
 def test_no_credentials_is_401_with_a_bearer_challenge(client):
