@@ -15,7 +15,7 @@ from engine.terminal import (
     EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run,
 )
 from engine.terminal import replies as reply_pairs, unasked_note, unasked_replies
-from engine.validation import Report, validate_source
+from engine.validation import Report
 from forge.api.serializers_runs import ApprovalOut, RunOut
 from forge.api.views.workflows import WorkflowOut
 from forge.cli_commands import output
@@ -98,15 +98,8 @@ class Local:
         except (OSError, UnicodeDecodeError) as exc:
             self.stderr.write(f"forge: cannot read {path}: {exc}")
             raise Exit(EXIT_INVALID) from None
-        # A first look, only to find the sub-workflow files beside this one; saving validates for real.
-        report = validate_source(source)
-        if report.valid:
-            seen.add(path.resolve())
-            for spec in report.workflow.steps:
-                ref = spec.model.ref
-                child = path.resolve().parent / f"{ref.name}.yaml" if ref else None
-                if child and child.is_file() and child.resolve() not in seen:
-                    self._import(child, as_json, seen)
+        for child in output.files_beside(path, source, seen):
+            self._import(child, as_json, seen)
         try:
             return workflow_version_save(user=self.user, source=source)
         except WorkflowRejected as exc:

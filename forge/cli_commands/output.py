@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from engine.problems import Problem
 from engine.terminal import print_problems
-from engine.validation import Report
+from engine.validation import Report, validate_source
 from engine.yamlload import YamlLoadError, load
 
 Write = Callable[[str], Any]
@@ -189,3 +189,18 @@ def read_source(path: str) -> tuple[str, dict | None]:
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         return "", Report(problems=[Problem("unreadable", f"cannot read {path}: {reason}")]).to_json()
+
+
+def files_beside(path: Path, source: str, seen: set[Path]):
+    """The sub-workflow files beside `path` (NAME.yaml) its steps name and nothing imported yet, one at a time: each
+    is imported before the next is looked at, so one named twice is imported once. A first look only; saving
+    validates for real."""
+    report = validate_source(source)
+    if not report.valid:
+        return
+    seen.add(path.resolve())
+    for spec in report.workflow.steps:
+        ref = spec.model.ref
+        child = path.resolve().parent / f"{ref.name}.yaml" if ref else None
+        if child and child.is_file() and child.resolve() not in seen:
+            yield child

@@ -112,14 +112,8 @@ class Remote:
         except (OSError, UnicodeDecodeError) as exc:
             self.err(f"forge: cannot read {path}: {exc}")
             raise Exit(EXIT_INVALID) from None
-        report = validate_source(source)  # only to find the sub-workflow files beside this one
-        if report.valid:
-            seen.add(path.resolve())
-            for spec in report.workflow.steps:
-                ref = spec.model.ref
-                child = path.resolve().parent / f"{ref.name}.yaml" if ref else None
-                if child and child.is_file() and child.resolve() not in seen:
-                    self._import(child, as_json, seen)
+        for child in output.files_beside(path, source, seen):
+            self._import(child, as_json, seen)
         try:
             return self.api.post("/workflows", {"yaml": source}), source
         except Invalid as exc:
