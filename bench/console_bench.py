@@ -66,6 +66,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.report import log, verdict  # noqa: E402 - after ROOT is importable
 from playwright.sync_api import Error as PlaywrightError, sync_playwright  # noqa: E402
 
 from tests.browser.console import CHROMIUM, Console  # noqa: E402 - after ROOT is importable
@@ -574,14 +576,6 @@ class BenchConsole(Console):
         if self.fixed_port:
             self.port, self.url = self.fixed_port, f"http://127.0.0.1:{self.fixed_port}"
         super().start_daphne()
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def verdict(value: float, limit: float) -> str:
-    return f"<= {limit:g} ok" if value <= limit else f"<= {limit:g} MISSED"
 
 
 def print_table(results: list[dict]) -> None:

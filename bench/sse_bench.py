@@ -32,6 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.report import log, verdict  # noqa: E402 - after ROOT is importable
 from tests.browser.console import free_port  # noqa: E402 - after ROOT is importable
 from tests.cluster.event_stream_client import EventStream  # noqa: E402
 from tests.cluster.harness import deployed  # noqa: E402
@@ -164,14 +166,6 @@ def bench_backend(backend: str, args) -> dict:
         out["paired_ms"] = {"p50_ms": round(statistics.median(paired), 1),
                             "p95_ms": round(statistics.quantiles(paired, n=20)[-1], 1)}
         return out
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def verdict(value: float, limit: float) -> str:
-    return f"<= {limit:g} ok" if value <= limit else f"<= {limit:g} MISSED"
 
 
 def print_table(results: list[dict]) -> None:
