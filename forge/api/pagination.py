@@ -5,7 +5,7 @@ signed, so a cursor made or changed by hand is a 400 problem rather than a page 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import reduce
 from typing import Any
 
@@ -100,11 +100,6 @@ class CursorPagination(BasePagination):
 
     def _link(self, url: str, item: Any, backwards: bool) -> str:
         return replace_query_param(url, self.cursor_query_param, self._encode(item, backwards))
-
-    def answer(self, queryset: QuerySet, request, serialize: Callable[[Any], Any]) -> Response:
-        items, next_link, previous_link = self.paginate(queryset, request)
-        return Response({"results": [serialize(item) for item in items], "next": next_link,
-                         "previous": previous_link})
 
     # -- DRF's pagination interface, read by the schema ------------------------------------------------
 
