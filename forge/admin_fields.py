@@ -6,7 +6,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.forms.fields import InvalidJSONInput
 
-from engine.executors.gateway_result import outputs_problem
+from forge.governance.validators import kept_json
 
 
 class KeptJSONField(forms.JSONField):
@@ -21,8 +21,7 @@ class KeptJSONField(forms.JSONField):
             raise ValidationError("the JSON would nest too deeply to be read") from None
         except ValueError as exc:  # not a JSONDecodeError, which the parent reports: too many digits
             raise ValidationError(f"this is not JSON that can be read: {str(exc)[:120]}") from None
-        if problem := outputs_problem({"value": converted}):
-            raise ValidationError(f"this JSON cannot be stored: its values {problem}")
+        kept_json(converted)
         return converted
 
     def bound_data(self, data, initial):
