@@ -15,6 +15,7 @@ own between guesses to start the address's count again.
 from __future__ import annotations
 
 import ipaddress
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -23,6 +24,7 @@ from axes.helpers import get_client_username, get_cool_off
 from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from forge.audit import codes
 from forge.audit.services import audit
@@ -157,3 +159,13 @@ def _audit_lockout(request, credentials: dict | None) -> None:
           detail={"limits": list(found.limits), "account": username if known else None, "address": where,
                   "account_failures": found.account_failures, "address_failures": found.address_failures,
                   "until": found.until.isoformat() if found.until else None, "path": request.axes_path_info})
+
+
+def lockout_message(limits: tuple[str, ...], until: datetime, now: datetime) -> str:
+    """What a locked-out login is told, the console's page and the API's problem alike."""
+    who = "for this user name from your address" if ACCOUNT in limits else "from your address"
+    local = timezone.localtime(until)
+    day = "" if local.date() == timezone.localtime(now).date() else f"{local:%Y-%m-%d} "
+    minutes = max(1, math.ceil((until - now).total_seconds() / 60))
+    return (f"Too many failed log-ins {who}. Try again after {day}{local:%H:%M} {local:%Z} "
+            f"(in {minutes} minute{'s' if minutes != 1 else ''}), or ask an administrator to lift the lockout.")

@@ -1,11 +1,11 @@
 """Idempotent writes (docs/design/api.md, section 5; the IETF Idempotency-Key draft).
 
 A POST, PUT, PATCH or DELETE may carry `Idempotency-Key` (1 to 255 printable ASCII characters). Keys are the
-owner's (`token:<id>`, or `user:<id>` for a session). The first request with a key inserts its row, status null,
+owner's (`token:<id>`, `user:<id>` for a session, `address:<digest>` for logging in for a token). The first request with a key inserts its row, status null,
 in a transaction of its own that commits before the operation runs, so a second request with the key, even one
 racing it, finds the row: while the first runs, it is a 409 problem; once the first's answer is stored, the same
 request (method, path and body) gets that answer again with `Idempotent-Replayed: true`, and another request a 422
-problem. A secret the first answer showed (a token) is never kept: a replay answers null in its place. The
+problem. An answer saying "not now" (429, 5xx) is not kept: a retry is taken again. A secret the first answer showed (a token) is never kept: a replay answers null in its place. The
 operation's own transaction commits before the answer is stored; a request that died between the
 two leaves a row without status, met as 409 until it is 24 hours old. Older keys are ignored and pruned.
 """
@@ -13,16 +13,19 @@ two leaves a row without status, met as 409 until it is 24 hours old. Older keys
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import IntegrityError, transaction
 from django.http import HttpResponse
 from django.utils import timezone
 
 from forge.api.models import IdempotencyKey
+from forge.api.throttles import client_of
 from forge.errors import BadRequest, Conflict, Invalid, TooLarge
 
 HEADER = "Idempotency-Key"
@@ -32,6 +35,7 @@ KEPT = timedelta(hours=24)
 MAX_KEY = 255
 STORED_HEADERS = ("Content-Type", "Location", "ETag")
 PRUNE_BATCH = 200
+OWNER_DIGEST = 32  # hex characters of an address's digest: with "address:", the owner column's 40
 
 
 @dataclass
@@ -45,7 +49,7 @@ class Claim:
     def store(self, response: HttpResponse, secret_fields: tuple[str, ...] = ()) -> None:
         """Keep the answer for replays; each of `secret_fields` in its JSON body is kept as null: a secret is shown
         in the first answer only, and a replay says the object was made without showing it again."""
-        if response.status_code >= 500:  # the server could not answer: a retry may be taken again
+        if response.status_code >= 500 or response.status_code == 429:  # "not now": a retry may be taken again
             self.abandon()
             return
         headers = {name: response[name] for name in STORED_HEADERS if response.has_header(name)}
@@ -65,14 +69,15 @@ def without_secrets(body: bytes, fields: tuple[str, ...]) -> bytes:
     return json.dumps(answer, ensure_ascii=False).encode()
 
 
-def owner_of(request) -> str | None:
-    user = getattr(request, "user", None)
-    token = getattr(user, "forge_token", None)
-    if token is not None:
-        return f"token:{token.pk}"
-    if user is not None and user.is_authenticated:
-        return f"user:{user.pk}"
-    return None
+def owner_of(request) -> str:
+    """Whose keys the request's is: the client its rate limit counts: its token, its person (a session), else its
+    address (logging in for a token, the one write open to a caller not signed in), kept as a digest: an IPv6
+    address is longer than the column, and the table need not keep where people are."""
+    client = client_of(request)
+    kind, _, address = client.partition(":")
+    if kind != "address":
+        return client
+    return f"address:{hashlib.sha256(address.encode()).hexdigest()[:OWNER_DIGEST]}"
 
 
 def read_key(request) -> str | None:
@@ -94,12 +99,14 @@ def keep_body(request) -> None:
 
 
 def fingerprint(request) -> str:
-    """SHA-256 of the request's method, path with its query and body."""
+    """HMAC-SHA-256, keyed with the installation's secret key, of the request's method, path with its query and
+    body: a body may hold a password (logging in for a token), and a bare hash of it could be tried against
+    guesses by whoever reads the table."""
     try:
         body = request.body
     except RequestDataTooBig:
         raise TooLarge("The body is too large.", code="body_too_large") from None
-    digest = hashlib.sha256()
+    digest = hmac.new(settings.SECRET_KEY.encode(), digestmod=hashlib.sha256)
     for part in (request.method.encode(), request.get_full_path().encode("utf-8", "surrogateescape"), body):
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
@@ -116,13 +123,13 @@ def prune(now) -> None:
 
 
 def claim(request) -> Claim | None:
-    """The hold on the request's key (None for a read, a request without a key, or one without an owner)."""
+    """The hold on the request's key (None for a read or a request without a key)."""
     if request.method not in WRITES:
         return None
     key = read_key(request)
-    owner = owner_of(request)
-    if key is None or owner is None:
+    if key is None:
         return None
+    owner = owner_of(request)
     printed = fingerprint(request)
     now = timezone.now()
     try:

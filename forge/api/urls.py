@@ -8,6 +8,7 @@ urlpatterns = [
     path("steps/complete", callbacks.StepCompleteApi.as_view(), name="step-complete"),
     path("schema/", api_schema, name="api-schema"),
     path("docs/", api_docs, name="api-docs"),
+    path("", include("forge.api.views.auth")),
     path("", include("forge.api.views.me")),
     path("", include("forge.api.views.tokens")),
     path("", include("forge.api.views.workflows")),

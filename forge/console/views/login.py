@@ -4,15 +4,13 @@ the API a JSON error; 429 with Retry-After either way."""
 from __future__ import annotations
 
 import math
-from datetime import datetime
 
 from axes.helpers import get_client_username, get_cool_off
 from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.utils import timezone
 
-from forge.accounts.throttle import ACCOUNT, standing_of
+from forge.accounts.throttle import lockout_message, standing_of
 
 API_PREFIX = "/api/"
 
@@ -36,11 +34,3 @@ def lockout_response(request, *_ignored) -> HttpResponse:
     response["Retry-After"] = str(seconds)
     return response
 
-
-def lockout_message(limits: tuple[str, ...], until: datetime, now: datetime) -> str:
-    who = "for this user name from your address" if ACCOUNT in limits else "from your address"
-    local = timezone.localtime(until)
-    day = "" if local.date() == timezone.localtime(now).date() else f"{local:%Y-%m-%d} "
-    minutes = max(1, math.ceil((until - now).total_seconds() / 60))
-    return (f"Too many failed log-ins {who}. Try again after {day}{local:%H:%M} {local:%Z} "
-            f"(in {minutes} minute{'s' if minutes != 1 else ''}), or ask an administrator to lift the lockout.")

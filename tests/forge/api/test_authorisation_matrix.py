@@ -147,6 +147,8 @@ def _restart(w):
 ANSWERS = {
     ("GET", "/api/v1/schema/"): (200, None),
     ("GET", "/api/v1/docs/"): (200, None),
+    ("POST", "/api/v1/auth/token"): (201, {"username": "olive", "password": "pw-olive", "name": "matrix",
+                                           "scopes": ["runs:read"]}),  # logging in: whoever calls, the body decides
     ("POST", "/api/v1/steps/complete"): (401, {}),  # a gateway's callback: only a gateway's token is let in
     ("GET", "/api/v1/me"): (200, None),
     ("GET", "/api/v1/me/tokens"): (200, None),
@@ -230,7 +232,8 @@ FOUND_AMONG_READS = {
     ("POST", "/api/v1/schedules/<int:pk>/pause"), ("POST", "/api/v1/schedules/<int:pk>/resume"),
     ("POST", "/api/v1/workflows/<str:name>/drafts"),
 }
-OPEN = {("GET", "/api/v1/schema/"), ("GET", "/api/v1/docs/"), ("POST", "/api/v1/steps/complete")}
+OPEN = {("GET", "/api/v1/schema/"), ("GET", "/api/v1/docs/"), ("POST", "/api/v1/steps/complete"),
+        ("POST", "/api/v1/auth/token")}
 
 
 def expected(operation: Operation, caller: Caller) -> tuple[int, str | None]:
