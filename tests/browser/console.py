@@ -90,5 +90,7 @@ class Console:
 
     def shot(self, page, name: str) -> Path:
         path = self.shots / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
+        # caret="initial": Playwright's default hides the caret by injecting a style into the page, a change of the
+        # document that an htmx swap under way can race with; the caret in a picture harms nothing.
+        page.screenshot(path=str(path), full_page=True, caret="initial")
         return path
