@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
 
 from forge.errors import Forbidden, ScopeMissing
 
@@ -15,6 +16,9 @@ GROUPS = (OPERATORS, APPROVERS, ADMINS)
 # requests are not actions here: who may depends on the step (`may_approve`, `may_reply_as_member`).
 ACTIONS = {
     "run.view": (OPERATORS, APPROVERS, ADMINS),
+    "workflow.view": (OPERATORS, APPROVERS, ADMINS),  # the workflows' pages, versions and YAML
+    "approval.view": (OPERATORS, APPROVERS, ADMINS),  # the inbox and an approval (which ones: forge.runs.selectors)
+    "killswitch.view": (OPERATORS, APPROVERS, ADMINS),
     "run.start": (OPERATORS, ADMINS),
     "run.cancel": (OPERATORS, ADMINS),
     "run.restart": (OPERATORS, ADMINS),
@@ -28,8 +32,24 @@ ACTIONS = {
 # What a token may be given; it acts within its scopes *and* its owner's current groups.
 SCOPES = ("runs:read", "runs:write", "approvals:decide", "workflows:write", "governance:admin", "audit:read")
 DECIDING_SCOPE = "approvals:decide"  # deciding approvals and answering reply requests
+
+# What a scope includes besides itself: a write scope includes the reads it needs to act, as a GitHub fine-grained
+# token's "read and write" includes read. `workflows:read`, `approvals:read` and `killswitch:read` are given to no
+# token by name, only with the scopes here: deciding approvals reads the approvals (not their runs), editing
+# workflows reads the workflows (not their runs), the kill switch's setters read it.
+SCOPE_INCLUDES = {
+    "runs:read": ("workflows:read", "approvals:read", "killswitch:read"),  # a run is read with these
+    "runs:write": ("runs:read",),
+    "approvals:decide": ("approvals:read",),
+    "workflows:write": ("workflows:read",),
+    "governance:admin": ("killswitch:read",),
+    "audit:read": (),
+}
 ACTION_SCOPES = {
     "run.view": "runs:read",
+    "workflow.view": "workflows:read",
+    "approval.view": "approvals:read",
+    "killswitch.view": "killswitch:read",
     "run.start": "runs:write",
     "run.cancel": "runs:write",
     "run.restart": "runs:write",
@@ -39,6 +59,35 @@ ACTION_SCOPES = {
     "killswitch.set": "governance:admin",
     "audit.view": "audit:read",
 }
+
+
+def included(scopes: Iterable[str]) -> frozenset[str]:
+    """`scopes` with everything they include (SCOPE_INCLUDES, followed to the end)."""
+    return _included(frozenset(scopes))
+
+
+@cache  # a few dozen sets of the six scopes; asked for each row an inbox checks
+def _included(scopes: frozenset[str]) -> frozenset[str]:
+    found, todo = set(), list(scopes)
+    while todo:
+        scope = todo.pop()
+        if scope not in found:
+            found.add(scope)
+            todo.extend(SCOPE_INCLUDES.get(scope, ()))
+    return frozenset(found)
+
+
+def scopes_giving(scope: str) -> list[str]:
+    """The scopes a token may be given that include `scope` (itself first when it is one), for a refusal to name."""
+    return sorted((s for s in SCOPES if scope in included((s,))), key=lambda s: (s != scope, SCOPES.index(s)))
+
+
+def scope_missing(scope: str) -> ScopeMissing:
+    """The refusal of a token lacking `scope`: it names the scopes that would give it."""
+    giving = scopes_giving(scope)
+    said = giving[0] if len(giving) == 1 else f"{', '.join(giving[:-1])} or {giving[-1]}"
+    return ScopeMissing(f"the token lacks the scope {said}, which this needs", code="scope_missing",
+                        scope=giving[0], scopes=giving)
 
 
 def group_names(user) -> frozenset[str]:
@@ -56,10 +105,10 @@ def _active(user) -> bool:
 
 
 def has_scope(user, scope: str) -> bool:
-    """Whether the token `user` came with (`user.forge_token`, set by forge/api/auth.py) holds `scope`; a person
-    signed in with a session holds every scope."""
+    """Whether the token `user` came with (`user.forge_token`, set by forge/api/auth.py) holds `scope` or a scope
+    that includes it (SCOPE_INCLUDES); a person signed in with a session holds every scope."""
     token = getattr(user, "forge_token", None)
-    return token is None or scope in token.scopes
+    return token is None or scope in included(token.scopes)
 
 
 def _allowed_by_groups(user, action: str) -> bool:
@@ -77,8 +126,7 @@ def require(user, action: str, refusal: str) -> None:
     if not _allowed_by_groups(user, action):
         raise Forbidden(refusal)
     if not has_scope(user, ACTION_SCOPES[action]):
-        raise ScopeMissing(f"the token lacks the scope {ACTION_SCOPES[action]}, which this needs",
-                           code="scope_missing", scope=ACTION_SCOPES[action])
+        raise scope_missing(ACTION_SCOPES[action])
 
 
 def may_use_admin(user) -> bool:

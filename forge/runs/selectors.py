@@ -63,13 +63,27 @@ def may_decide(user, approval: Approval) -> str | None:
 
 
 def _cannot_see(user) -> str | None:
-    """Whoever cannot see a run cannot read what they would decide or answer: the console refuses them its pages,
-    and the CLI's --user and the inbox list must not let them act on it, or list it, either."""
+    """Whoever cannot read approvals cannot read what they would decide or answer: the console refuses them its
+    pages, and the CLI's --user and the inbox list must not let them act on it, or list it, either. (A token
+    holding approvals:decide reads the approvals it may answer without reading runs: roles.SCOPE_INCLUDES.)"""
     if not getattr(user, "is_active", False):
         return "your account is inactive"
-    if not can(user, "run.view"):
+    if not can(user, "approval.view"):
         return "you are in no group of this console, so you may not see this run or act on it"
     return None
+
+
+def may_read_approval(user, approval: Approval) -> bool:
+    """Whether `user` may read `approval`: any approval of a run they may see; with a token that reads approvals
+    but no runs (approvals:decide alone), those they may decide or answer, pending or not (a script reads its
+    decision back)."""
+    if not can(user, "approval.view"):
+        return False
+    if runs_for_user(user).filter(pk=approval.run_id).exists():
+        return True
+    if approval.kind == Approval.REPLY:
+        return may_reply_as_member(user, approval.approvers) or approval.run.started_by_id == user.pk
+    return may_approve(user, approval.approvers)
 
 
 def may_reply(user, approval: Approval) -> str | None:

@@ -10,7 +10,7 @@ from forge.workflows.models import Workflow
 
 def workflows_for_user(user) -> QuerySet[Workflow]:
     """The workflows `user` may see: every one for a member of a group (who may open the console's workflow
-    pages), none for anyone else."""
-    if not can(user, "run.view"):
+    pages; with a token, one holding a scope that reads workflows), none for anyone else."""
+    if not can(user, "workflow.view"):
         return Workflow.objects.none()
     return Workflow.objects.all()

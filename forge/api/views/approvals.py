@@ -1,6 +1,7 @@
 """The API's approvals operations (docs/design/api.md, section 5): my inbox, one approval, deciding it and answering
-a reply request. Each calls the selector or service the console's inbox and run view call; who may not see runs
-is refused (403), an unknown approval to those who may is a 404."""
+a reply request. Each calls the selector or service the console's inbox and run view call; who may read no
+approvals is refused (403), an approval unknown or unreadable to those who may is a 404. A token holding
+approvals:decide reads the approvals it may answer, not their runs (roles.SCOPE_INCLUDES)."""
 
 from __future__ import annotations
 
@@ -14,20 +15,21 @@ from forge.api.serializers_runs import ApprovalOut
 from forge.errors import NotFound
 from forge.runs import services
 from forge.runs.models import Approval
-from forge.runs.selectors import approvals_queryset_for_user, runs_for_user
+from forge.runs.selectors import approvals_queryset_for_user, may_read_approval
 
 MAX_COMMENT = 2000  # as the console's decision form (forge/console/views/actions.py)
 MAX_REPLY = 65536  # characters; the engine's own rule then counts its bytes (engine.interpreter.loops)
 SHOWN = ("run__workflow", "decided_by")
+READ = "approval.view"
 
 
 def approval_of(request, pk: int) -> Approval:
-    """The approval `pk` of a run the person may see; who may see no run is refused first (403), as the views
-    whose `action` is run.view refuse them."""
-    require(request.user, "run.view", "You are in no group of this console, so you may not see approvals.")
-    approval = (Approval.objects.filter(run__in=runs_for_user(request.user)).select_related(*SHOWN)
-                .defer("run__workflow__description").filter(pk=pk).first())
-    if approval is None:
+    """The approval `pk` if the person may read it (`may_read_approval`); who may read none is refused first
+    (403), as the views whose `action` is approval.view refuse them."""
+    require(request.user, READ, "You are in no group of this console, so you may not see approvals.")
+    approval = (Approval.objects.select_related(*SHOWN).defer("run__workflow__description").filter(pk=pk)
+                .first())
+    if approval is None or not may_read_approval(request.user, approval):
         raise NotFound(f"There is no approval {pk}.", code="no_such_approval")
     return approval
 
@@ -40,7 +42,7 @@ def fresh(approval: Approval) -> Approval:
 class ApprovalInboxApi(ApiView):
     """The pending approvals and reply requests the person may answer, oldest first (the console's inbox)."""
 
-    action = "run.view"
+    action = READ
     paged = True
     ordering = ("id",)
     Output = ApprovalOut
@@ -52,7 +54,7 @@ class ApprovalInboxApi(ApiView):
 class ApprovalDetailApi(ApiView):
     """One approval of a run the person may see, pending or not."""
 
-    action = "run.view"
+    action = READ
     Output = ApprovalOut
 
     def get(self, request, pk: int):

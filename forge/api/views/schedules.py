@@ -142,7 +142,7 @@ class ScheduleDeleteApi(ApiView):
 class KillSwitchGetApi(ApiView):
     """Whether schedules may start runs, who last changed that, when and why (the dashboard's banner)."""
 
-    action = READ
+    action = "killswitch.view"
     Output = KillSwitchOut
 
     def get(self, request):

@@ -28,7 +28,7 @@ from forge.workflows.models import Workflow, WorkflowVersion
 from forge.workflows.selectors import workflows_for_user
 from forge.workflows.services import workflow_validate, workflow_version_save
 
-READ, WRITE = "run.view", "workflow.edit"  # as the console's workflow pages and its editor ask
+READ, WRITE = "workflow.view", "workflow.edit"  # as the console's workflow pages and its editor ask
 
 
 def workflow_named(user, name: str) -> Workflow:

@@ -18,11 +18,11 @@ from forge.console.views.pages import require_view
 from forge.console.views.said import sent_by_htmx
 from forge.errors import ForgeError
 
-SCOPE_WORDS = {
-    "runs:read": "see runs, their steps, logs and events",
-    "runs:write": "start, cancel and restart runs; manage schedules",
-    "approvals:decide": "decide approvals and answer reply requests",
-    "workflows:write": "save workflow versions and edit drafts",
+SCOPE_WORDS = {  # a write scope includes the reads it needs (forge.accounts.roles.SCOPE_INCLUDES)
+    "runs:read": "see runs, their steps, logs and events, and the workflows, schedules and approvals",
+    "runs:write": "start, cancel and restart runs; manage schedules (includes runs:read)",
+    "approvals:decide": "see and decide the approvals and reply requests you may answer (not their runs)",
+    "workflows:write": "see workflows, save versions and edit drafts (not their runs)",
     "governance:admin": "agents, gateways, budgets, policies, the kill switch (Admins)",
     "audit:read": "read the audit trail",
 }

@@ -201,6 +201,59 @@ class TestDecide:
         problem(call(client, "get", f"/api/v1/approvals/{approval.pk}/decision"), 405)
 
 
+class TestADecidingToken:
+    """approvals:decide includes reading the approvals its owner may decide or answer, and no run."""
+
+    @staticmethod
+    def bearer(user, *scopes: str) -> dict:
+        return {"authorization": f"Bearer {token_create(user=user, name='bot', scopes=list(scopes))[1]}"}
+
+    def test_it_lists_reads_and_decides_then_reads_its_decision_back(self, client, approver, approval):
+        token = self.bearer(approver, "approvals:decide")
+        inbox = call(client, "get", "/api/v1/approvals", **token)
+        assert inbox.status_code == 200 and [item["id"] for item in inbox.json()["results"]] == [approval.pk]
+        read = call(client, "get", f"/api/v1/approvals/{approval.pk}", **token)
+        assert read.status_code == 200 and read.json()["status"] == "pending" and TOKEN not in read.content.decode()
+        decided = call(client, "post", f"/api/v1/approvals/{approval.pk}/decision", {"decision": "approve"}, **token)
+        assert decided.status_code == 202, decided.content
+        assert AuditEvent.objects.get(code=codes.APPROVAL_DECISION_REQUESTED, run_id=approval.run_id).token_id
+        assert fast_forward(approval.run).status == "completed"
+        shown = call(client, "get", f"/api/v1/approvals/{approval.pk}", **token).json()
+        assert (shown["status"], shown["decided_by"]) == ("approved", "april")
+
+    def test_it_reads_no_run(self, client, approver, approval):
+        token = self.bearer(approver, "approvals:decide")
+        for url in (f"/api/v1/runs/{approval.run_id}", "/api/v1/runs", f"/api/v1/runs/{approval.run_id}/events"):
+            refused = problem(call(client, "get", url, **token), 403, "scope-missing")
+            assert refused["scope"] == "runs:read" and "runs:read or runs:write" in refused["detail"], url
+
+    def test_it_reads_no_approval_its_owner_may_not_decide(self, client, approver, operator, save_workflow):
+        run = fast_forward(services.run_start(user=operator, version=save_workflow(
+            SIGN_OFF.replace("    approval: required\n", "    approval: required\n    approvers: [Finance]\n"))))
+        theirs = Approval.objects.get(run=run, status=Approval.PENDING)
+        assert call(as_(client, approver), "get", f"/api/v1/approvals/{theirs.pk}").status_code == 200  # a session
+        client.logout()
+        token = self.bearer(approver, "approvals:decide")
+        assert call(client, "get", "/api/v1/approvals", **token).json()["results"] == []
+        problem(call(client, "get", f"/api/v1/approvals/{theirs.pk}", **token), 404, "not-found")
+        before = unchanged(theirs)
+        problem(call(client, "post", f"/api/v1/approvals/{theirs.pk}/decision", {"decision": "approve"}, **token),
+                404, "not-found")
+        assert unchanged(theirs) == before
+
+    def test_it_answers_a_reply_request_its_owner_may_answer(self, client, operator, reply_request):
+        token = self.bearer(operator, "approvals:decide")
+        assert call(client, "get", f"/api/v1/approvals/{reply_request.pk}", **token).status_code == 200
+        answered = call(client, "post", f"/api/v1/approvals/{reply_request.pk}/reply", {"text": "Friday"}, **token)
+        assert answered.status_code == 202, answered.content
+
+    def test_its_owner_out_of_every_group_reads_nothing(self, client, approver, approval):
+        token = self.bearer(approver, "approvals:decide")
+        approver.groups.clear()
+        problem(call(client, "get", "/api/v1/approvals", **token), 403, "forbidden")
+        problem(call(client, "get", f"/api/v1/approvals/{approval.pk}", **token), 403, "forbidden")
+
+
 class TestReply:
     def test_the_starter_answers_and_the_loop_goes_on(self, client, operator, reply_request):
         response = call(as_(client, operator), "post", f"/api/v1/approvals/{reply_request.pk}/reply",

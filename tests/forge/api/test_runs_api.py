@@ -179,6 +179,17 @@ class TestCancel:
         problem(call(as_(client, request.getfixturevalue(who)), "post", f"/api/v1/runs/{waiting.pk}/cancel", {}), 403)
         assert not RunInput.objects.filter(run=waiting, key="cancel").exists()
 
+    def test_a_runs_write_token_reads_the_runs_it_cancels(self, client, operator, waiting):
+        """runs:write includes runs:read: the runs it acts on are found, and listed."""
+        _, secret = token_create(user=operator, name="ci", scopes=["runs:write"])
+        bearer = {"authorization": f"Bearer {secret}"}
+        assert waiting.pk in [r["id"] for r in call(client, "get", "/api/v1/runs", **bearer).json()["results"]]
+        assert call(client, "get", f"/api/v1/runs/{waiting.pk}", **bearer).status_code == 200
+        response = call(client, "post", f"/api/v1/runs/{waiting.pk}/cancel", {"reason": "ci"}, **bearer)
+        assert response.status_code == 202, response.content
+        assert AuditEvent.objects.get(code=codes.RUN_CANCEL_REQUESTED, run_id=waiting.pk).token_id is not None
+        problem(call(client, "get", "/api/v1/audit", **bearer), 403, "scope-missing")  # no more than it includes
+
     def test_an_unknown_run_and_the_wrong_method(self, client, operator):
         as_(client, operator)
         problem(call(client, "post", "/api/v1/runs/999999/cancel", {}), 404)

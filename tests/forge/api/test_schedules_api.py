@@ -110,6 +110,16 @@ def test_a_change_through_a_token_names_the_token(report, operator):
     assert event.actor == "olive" and event.token_id is not None
 
 
+def test_a_runs_write_token_reads_and_changes_the_schedules_it_manages(report, operator):
+    client = with_token(operator, "runs:write")  # runs:write includes runs:read: it finds what it changes
+    added = send(client, "POST", "schedules", ADD).json()
+    assert [s["id"] for s in send(client, "GET", "schedules").json()["results"]] == [added["id"]]
+    assert send(client, "POST", f"schedules/{added['id']}/pause").json()["enabled"] is False
+    assert send(client, "PATCH", f"schedules/{added['id']}", {"cron": "0 7 * * *"}).json()["cron"] == "0 7 * * *"
+    assert send(client, "DELETE", f"schedules/{added['id']}").status_code == 204
+    assert not Schedule.objects.exists()
+
+
 def test_a_token_without_runs_write_may_not_add(report, operator):
     body = problem(send(with_token(operator, "runs:read"), "POST", "schedules", ADD), 403)
     assert body["code"] == "scope_missing"
@@ -275,8 +285,12 @@ def test_an_admins_token_needs_governance_admin_for_the_kill_switch(admin_user):
     body = problem(send(with_token(admin_user, "runs:write"), "PUT", "kill-switch",
                         {"engaged": True, "reason": "x"}), 403)
     assert body["code"] == "scope_missing"
-    assert send(with_token(admin_user, "governance:admin"), "PUT", "kill-switch",
-                {"engaged": True, "reason": "x"}).status_code == 200
+    setter = with_token(admin_user, "governance:admin")
+    assert send(setter, "PUT", "kill-switch", {"engaged": True, "reason": "x"}).status_code == 200
+    assert send(setter, "GET", "kill-switch").json()["engaged"] is True  # who sets it reads it
+    assert send(with_token(admin_user, "runs:read"), "GET", "kill-switch").json()["engaged"] is True
+    refused = problem(send(with_token(admin_user, "audit:read"), "GET", "kill-switch"), 403)
+    assert refused["scopes"] == ["runs:read", "runs:write", "governance:admin"]
 
 
 @pytest.mark.parametrize("body", [{"engaged": True}, {"engaged": True, "reason": "   "},

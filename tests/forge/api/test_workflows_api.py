@@ -327,11 +327,20 @@ def test_a_token_reads_with_runs_read_and_saves_only_with_workflows_write(operat
     assert reader.get(f"{API}/workflows").status_code == 200
     problem(reader.post(f"{API}/workflows", {"yaml": GREETER}, format="json"), 403, "scope-missing")
     writer = token_client(operator, "workflows:write")
-    problem(writer.get(f"{API}/workflows"), 403, "scope-missing")
     response = writer.post(f"{API}/workflows", {"yaml": GREETER}, format="json")
     assert response.status_code == 201
     event = AuditEvent.objects.get(code=codes.WORKFLOW_CREATED)
     assert event.token_id is not None and event.actor == operator.username
+
+
+def test_workflows_write_reads_the_workflows_it_edits_but_not_their_runs(operator, greeter):
+    writer = token_client(operator, "workflows:write")
+    assert "greeter" in [w["name"] for w in writer.get(f"{API}/workflows?limit=200").json()["results"]]
+    assert writer.get(f"{API}/workflows/greeter/versions/1/yaml").content.decode() == GREETER
+    assert writer.post(f"{API}/workflows/validate", {"yaml": GREETER_2}, format="json").status_code == 200
+    assert writer.post(f"{API}/workflows/greeter/drafts").status_code == 201  # a draft of it, to edit
+    runs = problem(writer.get(f"{API}/runs"), 403, "scope-missing")
+    assert runs["scope"] == "runs:read" and "runs:read or runs:write" in runs["detail"]
 
 
 def test_a_retried_save_with_its_idempotency_key_makes_one_version(operator):
