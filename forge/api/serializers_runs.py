@@ -234,3 +234,48 @@ class ApprovalOut(serializers.Serializer):
 
     def get_decided_by(self, approval) -> str | None:
         return approval.decided_by.get_username() if approval.decided_by_id else None
+
+
+class ReportArtifactsOut(serializers.Serializer):
+    kept = serializers.ListField(child=serializers.DictField(), help_text="{path, size, sha256, attempt}")
+    refused = serializers.ListField(child=serializers.DictField(), help_text="{path, reason, attempt}")
+
+
+class ReportStepOut(serializers.Serializer):
+    """One step of a run's report (spec section 12)."""
+
+    status = serializers.CharField()
+    attempts = serializers.IntegerField()
+    outputs = serializers.DictField(child=serializers.JSONField())
+    stdout = serializers.CharField(allow_blank=True)
+    error = serializers.CharField(allow_null=True)
+    error_code = serializers.CharField(allow_null=True)
+    iterations = serializers.IntegerField()
+    history = serializers.ListField(child=serializers.CharField(), required=False,
+                                    help_text="a loop step's calls in order (ask_iter_1, review, ...)")
+    artifacts = ReportArtifactsOut(required=False, help_text="a step that keeps artifacts: what it kept and had "
+                                                             "refused")
+
+
+class ReportApprovalOut(serializers.Serializer):
+    step = serializers.CharField(help_text="empty for a held run's start")
+    kind = serializers.CharField()
+    status = serializers.CharField()
+    decision = serializers.CharField(allow_null=True)
+
+
+class RunReportOut(serializers.Serializer):
+    """A run's report: the JSON object `python -m engine run --json` prints (spec section 12), which `forge status
+    --json` and `forge run --wait --json` print in both modes, every argument that reads as a secret hidden."""
+
+    status = serializers.CharField(help_text="pending, running, completed, failed, cancelled, or paused: only a "
+                                             "person can move the run on (a decision or a reply is pending)")
+    error = serializers.CharField(allow_null=True)
+    error_code = serializers.CharField(allow_null=True)
+    layers = serializers.ListField(child=serializers.ListField(child=serializers.CharField()),
+                                   help_text="the steps by dependency layer")
+    dispatch_order = serializers.ListField(child=serializers.CharField())
+    steps = serializers.DictField(child=ReportStepOut(), help_text="by step id, in the workflow's order")
+    approvals = ReportApprovalOut(many=True)
+    variables = serializers.DictField(child=serializers.JSONField(),
+                                      help_text="the document's variables, the arguments and the steps' outputs")

@@ -11,9 +11,7 @@ from django.db.models import Count, Max
 
 from engine.interpreter import DECISIONS
 from engine.problems import WorkflowInvalid
-from engine.terminal import (
-    EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run,
-)
+from engine.terminal import EXIT_FAILED, EXIT_INVALID, EXIT_OK, UsageError, pairs, print_problems
 from engine.terminal import replies as reply_pairs, unasked_note, unasked_replies
 from engine.validation import Report
 from forge.api.serializers_runs import ApprovalOut, RunOut
@@ -23,7 +21,8 @@ from forge.cli_commands.waiting import Exit, read_reply_text
 from forge.runs import services
 from forge.runs.compiled import new_run_workflow
 from forge.runs.models import Approval, Run
-from forge.runs.selectors import approvals_for_user, is_paused, run_report
+from forge.runs.reads.report import shown_report
+from forge.runs.selectors import approvals_for_user, is_paused
 from forge.workflows.models import Workflow
 from forge.workflows.selectors import workflows_for_user
 from forge.workflows.services import WorkflowRejected, workflow_validate, workflow_version_save
@@ -65,12 +64,12 @@ class Local:
                 self.stdout.write(output.as_json(output.started(RunOut(fresh(run)).data)))
             return EXIT_OK
         run = self._wait(run, decisions, replies, options["timeout"])
-        result = run_report(run)
+        result = shown_report(run)
         if options["json"]:
             self.stdout.write(output.as_json(result))
         else:
-            print_run(result, self.stdout.write, f"run {run.pk}")
-        return {"completed": EXIT_OK, "paused": EXIT_PAUSED}.get(result["status"], EXIT_FAILED)
+            output.print_report(result, self.stdout.write, f"run {run.pk}")
+        return output.run_exit(result)
 
     def _warn(self, target: str, version) -> None:
         """The version's validation warnings on stderr, as `python -m engine run` prints them: the run goes on."""
@@ -150,14 +149,11 @@ class Local:
 
     def do_status(self, options) -> int:
         run = self._run(options["run"])
-        result = run_report(run)
+        result = shown_report(run)
         if options["json"]:
             self.stdout.write(output.as_json(result))
         else:
-            print_run(result, self.stdout.write, f"run {run.pk}")
-            for step_id, step in result["steps"].items():
-                if step.get("history"):  # a loop step's calls, as the seed names them
-                    self.stdout.write(f"{step_id}: {', '.join(step['history'])}")
+            output.print_report(result, self.stdout.write, f"run {run.pk}", calls=True)
         return EXIT_OK
 
     def do_approvals(self, options) -> int:

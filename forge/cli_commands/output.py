@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from engine.problems import Problem
-from engine.terminal import print_problems
+from engine.terminal import EXIT_FAILED, EXIT_OK, EXIT_PAUSED, print_problems, print_run
 from engine.validation import Report, validate_source
 from engine.yamlload import YamlLoadError, load
 
 Write = Callable[[str], Any]
 APPROVERS = "Approvers"  # forge.accounts.roles.APPROVERS: who decides when a schedule names no group
+FINISHED = ("completed", "failed", "cancelled")  # a run report's status once the run has ended
+PAUSED = "paused"  # its status while only a person can move the run on (forge.runs.selectors.is_paused)
 
 
 def as_json(value) -> str:
@@ -167,19 +169,19 @@ def kill_switch_words(switch: dict) -> str:
             f"schedules fire at their cron times")
 
 
-def paused(detail: dict) -> bool:
-    """Whether a run (RunDetailOut) waits for a person, as the engine's report says `paused`: it has not ended, a
-    request is pending and no step runs (the server's own check also sees queued inputs and sub-runs)."""
-    return (detail["status"] not in ("completed", "failed", "cancelled") and bool(detail["approvals"])
-            and not any(step["status"] == "running" for step in detail["steps"]))
+def run_exit(report: dict) -> int:
+    """How `forge run --wait` exits on the run's report (GET /runs/{id}/report), as `python -m engine run` does: 0
+    completed, 3 paused (waiting for a person's decision or reply), 1 failed or cancelled."""
+    return {"completed": EXIT_OK, PAUSED: EXIT_PAUSED}.get(report["status"], EXIT_FAILED)
 
 
-def run_summary(detail: dict) -> dict:
-    """RunDetailOut as `print_run` reads a run: its status (paused when it waits for a person) and error, and per
-    step its status and attempts."""
-    return {"status": "paused" if paused(detail) else detail["status"], "error": detail["error"],
-            "steps": {s["id"]: {"status": s["status"], "attempts": s["attempt"], "error": s["error"],
-                                "error_code": s["error_code"]} for s in detail["steps"]}}
+def print_report(report: dict, write: Write, name: str, *, calls: bool = False) -> None:
+    """A run's report for people: one line per step, then the run's status; with `calls`, each loop step's calls
+    as the seed names them (what `forge status` adds)."""
+    print_run(report, write, name)
+    for step_id, step in report["steps"].items() if calls else ():
+        if step.get("history"):
+            write(f"{step_id}: {', '.join(step['history'])}")
 
 
 def read_source(path: str) -> tuple[str, dict | None]:

@@ -11,9 +11,7 @@ from typing import Callable
 from engine.arguments import ArgumentsInvalid, resolve_args
 from engine.interpreter import DECISIONS
 from engine.model import ArgSpec
-from engine.terminal import (
-    EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run,
-)
+from engine.terminal import EXIT_FAILED, EXIT_INVALID, EXIT_OK, UsageError, pairs, print_problems
 from engine.terminal import replies as reply_pairs, unasked_note, unasked_replies
 from engine.validation import validate_source
 from engine.yamlload import YamlLoadError, load
@@ -24,7 +22,6 @@ from forge.cli_remote.client import Client
 from forge.errors import Invalid, NotFound
 
 Write = Callable[[str], object]
-FINISHED = ("completed", "failed", "cancelled")
 
 
 def typed_args(source: str, given: dict[str, str]) -> dict:
@@ -84,11 +81,9 @@ class Remote:
             if options["json"]:
                 self.out(output.as_json(output.started(run)))
             return EXIT_OK
-        detail, paused = self._wait(run["id"], decisions, replies, options["timeout"])
-        self._json_or(options, detail, lambda: print_run(output.run_summary(detail), self.out, f"run {run['id']}"))
-        if detail["status"] == "completed":
-            return EXIT_OK
-        return EXIT_PAUSED if paused else EXIT_FAILED
+        report = self._wait(run["id"], decisions, replies, options["timeout"])
+        self._json_or(options, report, lambda: output.print_report(report, self.out, f"run {run['id']}"))
+        return output.run_exit(report)
 
     def _version(self, target: str, as_json: bool) -> tuple[dict, str]:
         """The version to start ({workflow, number}) and its YAML: a file saved first (with the sub-workflow files
@@ -122,20 +117,22 @@ class Remote:
             output.print_rejected(str(path), exc.extra["problems"], as_json, self.out, self.err)
             raise Exit(EXIT_INVALID) from None
 
-    def _wait(self, run: int, decisions: dict, replies: dict, timeout: float) -> tuple[dict, bool]:
+    def _wait(self, run: int, decisions: dict, replies: dict, timeout: float) -> dict:
         """Follow the run's events, answering its requests from --decide and --reply, until it ends or waits for a
-        person (the run and whether it is paused). Each event wakes a fresh read of the run."""
+        person; then its report. Each event wakes a fresh look. Whether it is paused is the report's (the server's
+        own check, as the local mode's); it is read before the pending requests, as the local mode reads them: from
+        a pause on only a person changes the requests, so those read next are the ones the run waits on."""
         deadline = time.monotonic() + timeout if timeout else None
         answered: set[int] = set()
-        detail = self.api.get(f"/runs/{run}")
-        events = self.api.events(run, after=detail["last_event_id"],
+        events = self.api.events(run, after=self.api.get(f"/runs/{run}")["last_event_id"],
                                  quiet_after=min(15.0, timeout) if timeout else 15.0)
         while True:
-            if detail["status"] in FINISHED:
-                return detail, False
-            waiting = [self.api.get(f"/approvals/{pk}") for pk in detail["approvals"] if pk not in answered]
+            report = self.api.get(f"/runs/{run}/report")
+            if report["status"] in output.FINISHED:
+                return report
+            detail = self.api.get(f"/runs/{run}")
             acted = False
-            for approval in waiting:
+            for approval in (self.api.get(f"/approvals/{pk}") for pk in detail["approvals"] if pk not in answered):
                 step = approval["step"]
                 if approval["kind"] == "reply" and step in decisions:
                     raise UsageError(f"--decide {step}={decisions[step]}: step {step!r} asks for a reply, not a "
@@ -148,20 +145,18 @@ class Remote:
                     continue
                 answered.add(approval["id"])
                 acted = True
-            running = any(s["status"] == "running" for s in detail["steps"])
-            if waiting and not acted and not running:
-                return detail, True
+            if report["status"] == output.PAUSED and not acted:
+                return self.api.get(f"/runs/{run}/report")  # as it is now, as the local mode reads it
             if deadline is not None and time.monotonic() > deadline:
                 self.err(f"forge: run {run} is still {detail['status']} after {timeout:g} s; "
                          "is the cluster running (bin/serve, or manage.py qcluster)?")
                 raise Exit(EXIT_FAILED)
             next(events, None)  # the next event (or a quiet spell, or the stream's end) wakes a new look
-            detail = self.api.get(f"/runs/{run}")
 
     def do_status(self, options) -> int:
-        detail = self.api.get(f"/runs/{options['run']}")
-        self._json_or(options, detail,
-                      lambda: print_run(output.run_summary(detail), self.out, f"run {options['run']}"))
+        report = self.api.get(f"/runs/{options['run']}/report")
+        self._json_or(options, report,
+                      lambda: output.print_report(report, self.out, f"run {options['run']}", calls=True))
         return EXIT_OK
 
     def do_cancel(self, options) -> int:

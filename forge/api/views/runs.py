@@ -1,7 +1,7 @@
-"""The API's runs operations (docs/design/api.md, section 5): start, list, read a run with its steps, a step's
-attempts, outputs and log, cancel, the restart plan and the restart bound to it. Each calls the selector or
-service the console calls; who may not see runs is refused (403), an unknown run to those who may is a 404, as
-the run view's live stream answers (forge/runs/reads/stream.may_watch)."""
+"""The API's runs operations (docs/design/api.md, section 5): start, list, read a run with its steps or as its
+report, a step's attempts, outputs and log, cancel, the restart plan and the restart bound to it. Each calls the
+selector or service the console calls; who may not see runs is refused (403), an unknown run to those who may is a
+404, as the run view's live stream answers (forge/runs/reads/stream.may_watch)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,11 @@ from forge.api.base import ApiView, StrictSerializer
 from forge.api.fields import Whole, Words
 from forge.api.problems import validation_problem
 from forge.api.routes import by_method
-from forge.api.serializers_runs import LogEntryOut, RunDetailOut, RunOut, StepAttemptsOut, StepOutputsOut
+from forge.api.serializers_runs import (
+    LogEntryOut, RunDetailOut, RunOut, RunReportOut, StepAttemptsOut, StepOutputsOut,
+)
 from forge.runs.reads.attempts import step_times
+from forge.runs.reads.report import shown_report
 from forge.runs.reads.run_log import LEVELS, Query as LogQuery, run_log
 from forge.runs.reads.run_view import run_view
 from forge.runs.reads.secret_args import hider
@@ -146,6 +149,17 @@ class RunDetailApi(ApiView):
         return self.answer(data=RunDetailOut(run, context={"view_of_run": view}).data)
 
 
+class RunReportApi(ApiView):
+    """The run's report as `python -m engine run --json` prints it (status `paused` when only a person can move it
+    on), secrets hidden: what `forge status --json` and `forge run --wait --json` print in either mode."""
+
+    action = "run.view"
+    Output = RunReportOut
+
+    def get(self, request, pk: int):
+        return self.answer(data=shown_report(run_of(request, pk)))  # as built: the local mode prints the same
+
+
 class StepAttemptsApi(ApiView):
     """A step's attempts and the waits between them (the step panel's table)."""
 
@@ -268,6 +282,7 @@ class RunRestartApi(ApiView):
 urlpatterns = [
     path("runs", by_method(get=RunListApi, post=RunStartApi), name="runs"),
     path("runs/<int:pk>", RunDetailApi.as_view(), name="run-detail"),
+    path("runs/<int:pk>/report", RunReportApi.as_view(), name="run-report"),
     path("runs/<int:pk>/steps/<str:step>/attempts", StepAttemptsApi.as_view(), name="run-step-attempts"),
     path("runs/<int:pk>/steps/<str:step>/outputs", StepOutputsApi.as_view(), name="run-step-outputs"),
     path("runs/<int:pk>/steps/<str:step>/log", StepLogApi.as_view(), name="run-step-log"),

@@ -52,6 +52,11 @@ def same(text: str) -> str:
     return re.sub(r"run \d+", "run N", text)
 
 
+def started(err: str) -> int:
+    """The run a `forge run` started, from its `run N of WORKFLOW vV started` line on stderr."""
+    return int(re.search(r"^run (\d+) of .* started$", err, re.MULTILINE)[1])
+
+
 def test_login_from_stdin_keeps_the_config_private(live):
     done = script(live, "login", live.url, "--token-file", "-", stdin=(live.home / "token").read_text())
     assert done.returncode == 0, done.stderr
@@ -70,13 +75,18 @@ def test_run_wait_follows_the_run_and_exits_as_locally(live, tmp_path):
     assert same(there.stdout) == same(here.stdout) and same(there.stdout).endswith("run N paused\n")
 
     there = script(live, "run", str(path), "--wait", "--json", "--decide", "sign_off=approve", "--timeout", WAIT_S)
-    assert there.returncode == 0, there.stderr
-    detail = json.loads(there.stdout)
-    assert (detail["status"], [s["status"] for s in detail["steps"]]) == ("completed", ["completed"] * 3)
-    here = live.forge("run", str(path), "--wait", "--decide", "sign_off=approve", "--timeout", WAIT_S)
-    there = script(live, "status", str(detail["id"]))
-    assert (here.returncode, there.returncode) == (0, 0)
-    assert same(there.stdout) == same(here.stdout)  # the human table of a completed run, alike
+    here = live.forge("run", str(path), "--wait", "--json", "--decide", "sign_off=approve", "--timeout", WAIT_S)
+    assert (there.returncode, here.returncode) == (0, 0), there.stderr + here.stderr
+    printed = there.stdout
+    assert printed == here.stdout  # the run's report, byte for byte (it holds no id or time)
+    report = json.loads(printed)
+    assert (report["status"], [s["status"] for s in report["steps"].values()]) == ("completed", ["completed"] * 3)
+    runs = [started(done.stderr) for done in (there, here)]
+    there, here = script(live, "status", str(runs[1]), "--json"), live.forge("status", str(runs[0]), "--json")
+    assert (there.returncode, there.stdout) == (here.returncode, here.stdout) == (0, printed)
+    there, here = script(live, "status", str(runs[0])), live.forge("status", str(runs[0]))
+    assert (there.returncode, there.stdout) == (here.returncode, here.stdout)  # and the lines for people
+    assert here.stdout.endswith(f"run {runs[0]} completed\n")
 
 
 def test_the_reads_through_the_live_server_match_local(live):

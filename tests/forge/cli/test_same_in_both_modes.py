@@ -98,3 +98,132 @@ def test_the_writes_print_the_same(server, save_workflow, operator):
     here, there = local("schedule", "delete", "999999"), remote("schedule", "delete", "999999", transport=server)
     assert here[:2] == there[:2] == (2, "")  # each says there is no such schedule in its own words
     assert "no schedule 999999" in here[2] and "no schedule 999999" in there[2]
+
+
+# -- a run's report: `status --json` and `run --wait --json`, byte for byte ------------------------------------------
+
+DONE = """
+name: done_fine
+args:
+  who: {type: string, default: world}
+steps:
+  - {id: hello, agent: mock, command: "say hello to ${args.who}", mock: {outputs: {said: hi}}}
+  - {id: bye, agent: mock, command: bye, depends_on: [hello]}
+"""
+FAILS = """
+name: fails
+steps:
+  - {id: fetch, agent: mock, command: fetch, mock: {outputs: {rows: 3}}}
+  - {id: load, agent: mock, command: load, depends_on: [fetch], mock: {fail_times: 9, error: "the store answered 503"}}
+  - {id: report, agent: mock, command: report, depends_on: [load]}
+"""
+SECRET = "tok-4242-never-shown"
+HOLDS_A_SECRET = """
+name: holds_a_secret
+args:
+  api_token: {type: string, required: true}
+steps:
+  - {id: call, agent: shell, command: "printf 'using %s' ${args.api_token}"}
+  - {id: sign_off, approval: required, approval_message: "ship with ${args.api_token}?", depends_on: [call]}
+"""
+
+
+def started_run(err: str) -> int:
+    """The run a `forge run` started, from its `run N of ... started` line on stderr."""
+    return int(next(line for line in err.splitlines() if line.startswith("run ")).split()[1])
+
+
+def run_in_both(app, path, *argv) -> tuple[tuple[int, str, str], tuple[int, str, str]]:
+    """`forge run PATH --wait ARGV` locally and through the API: each starts its own run."""
+    here = local("run", str(path), "--wait", "--timeout", "60", *argv)
+    there = remote("run", str(path), "--wait", "--timeout", "60", *argv, transport=app)
+    return here, there
+
+
+def report_in_both(app, workflow: str, tmp_path, *argv, code: int) -> dict:
+    """`run --wait --json` and then `status --json` of each mode's run answer the same bytes and exit `code`; the
+    report printed."""
+    path = tmp_path / f"{workflow.split()[1]}.yaml"
+    path.write_text(workflow)
+    here, there = run_in_both(app, path, "--json", *argv)
+    assert (here[0], there[0]) == (code, code), here[2] + there[2]
+    assert here[1] == there[1]
+    runs = started_run(here[2]), started_run(there[2])
+    assert runs[0] != runs[1]
+    shown = [local("status", str(runs[0]), "--json"), remote("status", str(runs[1]), "--json", transport=app)]
+    assert shown[0] == shown[1] == (0, here[1], "")  # the report as `run --wait` printed it
+    assert [local("status", str(runs[1]))[1].replace(f"run {runs[1]}", "run N"),
+            remote("status", str(runs[0]), transport=app)[1].replace(f"run {runs[0]}", "run N")] == [
+        local("status", str(runs[0]))[1].replace(f"run {runs[0]}", "run N")] * 2  # and the lines for people
+    return json.loads(here[1])
+
+
+def test_a_completed_run_reports_alike_and_exits_0(server, tmp_path):
+    report = report_in_both(server, DONE, tmp_path, "--arg", "who=ann", code=0)
+    assert (report["status"], report["dispatch_order"]) == ("completed", ["hello", "bye"])
+    assert report["steps"]["hello"]["outputs"] == {"said": "hi"} and report["variables"]["who"] == "ann"
+
+
+def test_a_failed_run_reports_alike_and_exits_1(server, tmp_path):
+    report = report_in_both(server, FAILS, tmp_path, code=1)
+    assert report["status"] == "failed" and "503" in report["steps"]["load"]["error"]
+    assert report["steps"]["report"]["error_code"] == "upstream_failed"
+
+
+def test_a_run_waiting_for_an_approval_is_paused_in_both_and_exits_3(server, tmp_path):
+    report = report_in_both(server, APPROVAL, tmp_path, code=3)
+    assert report["status"] == "paused"
+    assert report["approvals"] == [{"step": "sign_off", "kind": "approval", "status": "pending", "decision": None}]
+
+
+def test_a_run_decided_on_the_way_completes_in_both(server, tmp_path, settings):
+    settings.FORGE_ALLOW_SELF_APPROVAL = True  # the token's owner decides the run it started, as locally
+    report = report_in_both(server, APPROVAL, tmp_path, "--decide", "sign_off=approve", code=0)
+    assert report["status"] == "completed"
+    assert report["approvals"] == [{"step": "sign_off", "kind": "approval", "status": "approved",
+                                    "decision": "approve"}]
+
+
+def test_a_secret_argument_is_never_printed_in_either_mode(server, tmp_path):
+    report = report_in_both(server, HOLDS_A_SECRET, tmp_path, "--arg", f"api_token={SECRET}", code=3)
+    assert report["variables"]["api_token"] == "[redacted]"
+    assert report["steps"]["call"]["stdout"] == "using [redacted]"
+    path = tmp_path / "holds_a_secret.yaml"
+    for printed in (*run_in_both(server, path, "--arg", f"api_token={SECRET}"),
+                    *run_in_both(server, path, "--arg", f"api_token={SECRET}", "--json")):
+        assert printed[0] == 3 and SECRET not in printed[1] + printed[2]
+    for run in Run.objects.all():
+        for argv in (("status", str(run.pk)), ("status", str(run.pk), "--json")):
+            assert SECRET not in "".join(map(str, local(*argv) + remote(*argv, transport=server)))
+
+
+def test_status_of_a_cancelled_run_and_of_none_exits_alike(server, save_workflow, operator):
+    run = waiting_run(save_workflow, operator)
+    services.run_cancel(user=operator, run=run, reason="not today")
+    fast_forward(run)
+    code, out, err = both(server, "status", str(run.pk), "--json")
+    assert (code, json.loads(out)["status"], err) == (0, "cancelled", "")
+    assert both(server, "status", str(run.pk))[1].endswith(f"run {run.pk} cancelled: cancelled by olive: not today\n")
+    code, out, err = both(server, "status", "999999", "--json")
+    assert (code, out, err) == (2, "", "forge: There is no run 999999.\n")
+
+
+BOTH_WAYS = """
+name: both_ways
+steps:
+  - {id: sign_off, approval: required}
+  - {id: flaky, agent: mock, command: fetch, retry: {max_retries: 2, backoff_s: 600}, mock: {fail_times: 1}}
+"""
+
+
+def test_a_run_with_a_request_pending_and_a_retry_due_is_not_paused_in_either_mode(server, save_workflow, operator):
+    """No step runs and an approval is pending, but a retry is due: the run goes on by itself, so it is not paused
+    (exit 3 would tell a script a person must act) in either mode."""
+    with_timer = services.run_start(user=operator, version=save_workflow(BOTH_WAYS))
+    assert Approval.objects.filter(run=with_timer, status=Approval.PENDING).exists()
+    code, out, _ = both(server, "status", str(with_timer.pk), "--json")
+    report = json.loads(out)
+    assert code == 0
+    assert (report["status"], report["steps"]["sign_off"]["status"]) == ("running", "waiting")
+    assert (report["steps"]["flaky"]["status"], report["steps"]["flaky"]["attempts"]) == ("pending", 1)  # backing off
+    assert both(server, "status", str(with_timer.pk))[1].endswith(f"run {with_timer.pk} running\n")
