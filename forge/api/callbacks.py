@@ -6,6 +6,12 @@ by the same rules as a gateway's synchronous reply (`engine.executors.
 gateway_result`), whatever its Content-Type says, and at most 2 MiB of it is
 read: a larger one, with or without a Content-Length, is a 413.
 
+A refusal is a problem (application/problem+json, forge.errors' table) that
+also says `error`, the sentence gateways have always read: 401 without a
+gateway's token, 400 for a body that is no step result (`details` says why),
+413 past 2 MiB, 404 for a step the run does not have, 403 for a step not sent
+to this gateway.
+
 Any answer but 2xx makes a gateway retry, so every result that was recorded,
 or that can never be (a duplicate, a superseded attempt, an ended run, an
 attempt that was never sent to this gateway), is acknowledged with 200 and
@@ -22,7 +28,8 @@ from __future__ import annotations
 import logging
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -32,7 +39,9 @@ from engine.executors.gateway_result import GatewayResult, Malformed, load_json,
 from forge.audit import codes
 from forge.audit.models import AuditEvent
 from forge.audit.services import audit
-from forge.errors import BadRequest, ForgeError, Forbidden, NotFound, TooLarge, Unauthenticated, problem_of
+from forge.api.problems import PROBLEM_JSON, problem_response
+from forge.api.schema import ProblemSerializer
+from forge.errors import BadRequest, ForgeError, Forbidden, NotFound, TooLarge, Unauthenticated
 from forge.governance.context import gateway_names
 from forge.governance.models import Agent, Gateway
 from forge.runs.models import Run, StepResult
@@ -49,8 +58,47 @@ UNKNOWN_ATTEMPT = "unknown_attempt"
 
 
 def problem(exc: ForgeError) -> Response:
-    """A refusal as a gateway reads it, `{"error": message, ...}`, with its kind's status (forge.errors)."""
-    return Response({"error": exc.message, **exc.extra}, status=problem_of(exc)[0])
+    """A refusal as its problem (forge.errors' table), with `error`, the message as gateways read it."""
+    exc.extra.setdefault("error", exc.message)
+    return problem_response(exc)
+
+
+class CompletedOut(serializers.Serializer):
+    """The acknowledgement of a result: recorded, or never to be."""
+
+    received = serializers.BooleanField(help_text="always true: the gateway may stop retrying")
+    deduplicated = serializers.BooleanField(help_text="this attempt's result was recorded already")
+    accepted = serializers.BooleanField(help_text="the result is fed to the run")
+    outcome = serializers.ChoiceField(choices=[*(o.value for o in Outcome), UNKNOWN_ATTEMPT],
+                                      help_text="what became of it (an ended run or a superseded attempt keeps "
+                                                "only the cost; an attempt never sent is not recorded)")
+
+    class Meta:
+        ref_name = "StepCompleted"
+
+
+class CallbackProblem(ProblemSerializer):
+    """A problem, as every refusal of the API, with `error` beside `detail` for the gateways that read it."""
+
+    error = serializers.CharField(help_text="the detail again, where gateways have always read it")
+    details = serializers.ListField(child=serializers.CharField(), required=False,
+                                    help_text="why the body is no step result: `field: sentence`, at most 20")
+
+    class Meta:
+        ref_name = "CallbackProblem"
+
+
+def refusal(status: int, said: str) -> tuple[tuple[int, str], OpenApiResponse]:
+    return (status, PROBLEM_JSON), OpenApiResponse(CallbackProblem, description=said)
+
+
+REFUSALS = dict([
+    refusal(400, "The body could not be read to its end, or it is no step result (`details` says why)."),
+    refusal(401, "No gateway's token (X-Gateway-Token or Authorization: Bearer), or one no gateway has."),
+    refusal(403, "The step's attempt was not sent to this gateway."),
+    refusal(404, "The run has no such step."),
+    refusal(413, "The body is larger than 2 MiB."),
+])
 
 
 def gateway_for(token: str) -> Gateway | None:
@@ -106,8 +154,10 @@ class StepCompleteApi(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT},
-                   summary="A gateway reports the result of a step it accepted")
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: CompletedOut, **REFUSALS},
+                   summary="A gateway reports the result of a step it accepted",
+                   description="Every result recorded, or that never can be, is acknowledged with 200 (a gateway "
+                               "retries any other answer); the refusals are problems that also say `error`.")
     def post(self, request):
         token = request.headers.get("X-Gateway-Token") or ""
         auth = request.headers.get("Authorization") or ""

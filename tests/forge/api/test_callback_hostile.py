@@ -94,16 +94,17 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("name", list(HOSTILE))
-def test_a_hostile_body_is_a_400_in_json_naming_the_problem_and_changes_nothing(deferred, client, name):
+def test_a_hostile_body_is_a_400_problem_naming_the_problem_and_changes_nothing(deferred, client, name):
     make, field = HOSTILE[name]
     before = snapshot(deferred.run)
 
     response = post(client, make(deferred.run), deferred.token, raw=True)
 
     assert response.status_code == 400, response.content[:500]
-    assert response["Content-Type"].startswith("application/json")
+    assert response["Content-Type"] == "application/problem+json"
     payload = response.json()
-    assert payload["error"] == "the body is not a step result"
+    assert payload["type"].endswith("/bad-request") and payload["status"] == 400
+    assert payload["error"] == payload["detail"] == "the body is not a step result"
     assert any(line.startswith(f"{field}:") for line in payload["details"]), payload["details"]
     assert len(json.dumps(payload)) < 5000  # a message, not an echo of the body
     assert snapshot(deferred.run) == before
@@ -306,7 +307,7 @@ def chunked(data: bytes, size: int = 65536) -> list[bytes]:
     return [data[i:i + size] for i in range(0, len(data), size)]
 
 
-def test_a_chunked_ten_mib_body_without_content_length_is_a_413_in_json(deferred):
+def test_a_chunked_ten_mib_body_without_content_length_is_a_413_problem(deferred):
     before = snapshot(deferred.run)
     data = body_text(deferred.run, stdout="x" * (10 * MIB)).encode()
 
@@ -315,7 +316,7 @@ def test_a_chunked_ten_mib_body_without_content_length_is_a_413_in_json(deferred
                                                            (b"x-gateway-token", deferred.token.encode())])
 
     assert status == 413, body[:300]
-    assert headers["content-type"].startswith("application/json")
+    assert headers["content-type"] == "application/problem+json"
     assert json.loads(body)["error"] == "the body is larger than 2 MiB"
     assert snapshot(deferred.run) == before
 
@@ -331,7 +332,7 @@ def test_a_chunked_body_within_the_bound_is_read_and_recorded(deferred):
     assert steps_of(deferred.run)["remote"].stdout == "y" * MIB
 
 
-def test_a_declared_content_length_over_the_bound_is_a_413_in_json_before_the_body_is_read(deferred):
+def test_a_declared_content_length_over_the_bound_is_a_413_problem_before_the_body_is_read(deferred):
     data = body_text(deferred.run, stdout="x" * (3 * MIB)).encode()
 
     status, headers, body = asgi_post(URL, chunked(data), [(b"content-type", b"application/json"),
@@ -339,5 +340,5 @@ def test_a_declared_content_length_over_the_bound_is_a_413_in_json_before_the_bo
                                                            (b"x-gateway-token", deferred.token.encode())])
 
     assert status == 413, body[:300]
-    assert headers["content-type"].startswith("application/json")
+    assert headers["content-type"] == "application/problem+json"
     assert "2 MiB" in json.loads(body)["error"]

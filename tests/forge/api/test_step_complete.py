@@ -307,7 +307,9 @@ def test_a_callback_without_a_valid_token_is_refused_and_changes_nothing(deferre
     response = post(client, body_for(deferred.run), None, **headers)
 
     assert response.status_code == status, response.content
-    assert "error" in response.json()
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["type"].endswith("/unauthenticated") and response.json()["error"]
+    assert response["WWW-Authenticate"]
     assert snapshot(deferred.run) == before
 
 
