@@ -8,7 +8,7 @@ from django.shortcuts import render
 from django.utils.log import log_response
 
 from forge.accounts.roles import can
-from forge.console import dashboard as board
+from forge.console.dashboard import page_for as dashboard_page
 from forge.runs.reads.inbox import inbox_for_user
 from forge.console.views import editor_api
 from forge.errors import BadRequest, Forbidden, TooLarge
@@ -22,7 +22,7 @@ def require_view(request) -> None:
 @login_required
 def dashboard(request):
     require_view(request)
-    return render(request, "console/dashboard.html", {"board": board.for_user(request.user)})
+    return render(request, "console/dashboard.html", dashboard_page(request.user))
 
 
 @login_required
