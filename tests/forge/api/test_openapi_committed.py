@@ -77,7 +77,8 @@ def test_the_docs_page_is_served_from_static_under_the_policy(client):
     policy = answer["Content-Security-Policy"]
     nonce = re.search(r"'nonce-([^']+)'", policy)[1]
     assert f'<script nonce="{nonce}">' in page and f'<style nonce="{nonce}">' in page
-    sources = re.findall(r'(?:src|href)="([^"]+)"', page)
+    sources = re.findall(r'<(?:script|link)[^>]* (?:src|href)="([^"]+)"', page)  # what the page loads
     assert sources and all(source.startswith("/static/drf_spectacular_sidecar/") for source in sources), sources
+    assert 'href="/login/?next=/api/v1/docs/"' in page  # how to try it out: sign in, or Authorize with a token
     assert "img-src 'self' data:" in policy and "script-src 'self' 'nonce-" in policy
     assert "unsafe" not in policy
