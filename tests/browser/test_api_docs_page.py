@@ -80,6 +80,16 @@ def test_the_docs_list_every_operation_and_try_it_out_works_with_the_session(con
     assert answer["status"] == "200"
     assert answer["body"]["username"] == "adam" and answer["body"]["token"] is None  # the console's session
     shot(console, page, "api-docs-me-session")
+
+    block = page.locator("#operations-workflows-workflow_validate")  # a POST: the session's CSRF token goes too
+    block.locator(".opblock-summary").first.click()
+    block.locator("button.try-out__btn").click()
+    block.locator("textarea.body-param__text").fill(json.dumps(
+        {"yaml": "name: tried\nsteps:\n  - {id: only, agent: mock, command: hi}\n"}))
+    block.locator("button.execute").click()
+    row = block.locator(".live-responses-table .response").first
+    expect(row.locator(".response-col_status")).to_have_text("200", timeout=30_000)
+    assert json.loads(row.locator(".highlight-code pre").first.inner_text())["valid"] is True
     assert not wrong, wrong
 
 
