@@ -39,7 +39,7 @@ def _compiled(version_id: int, library: dict[str, Any], version=None) -> Workflo
             return found
     source = (version or WorkflowVersion.objects.only("source").get(pk=version_id)).source
     # shell_agents=(): the save checked placeholders against the shell agents of its day; dispatch checks them again
-    workflow = load_workflow(source.encode("utf-8"), library=library or None, shell_agents=())
+    workflow = load_workflow(source.encode("utf-8"), library=library, shell_agents=())
     with _LOCK:
         _WORKFLOWS[key] = workflow
         while len(_WORKFLOWS) > CACHED:

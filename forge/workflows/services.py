@@ -48,7 +48,7 @@ def workflow_validate(*, source: str, loaded: Loaded | None = None) -> Report:
     `loaded`: the bounded load of `source`, when the caller has it already."""
     if len(source.encode("utf-8")) > MAX_SOURCE_BYTES:
         return Report(problems=[Problem("too_large", "the document is larger than 1 MiB")])
-    return validate_source(source, library=step_library() or None, shell_agents=shell_agents(), loaded=loaded)
+    return validate_source(source, library=step_library(), shell_agents=shell_agents(), loaded=loaded)
 
 
 def workflow_version_save(*, user, source: str, description: str = "", message: str = "") -> WorkflowVersion:

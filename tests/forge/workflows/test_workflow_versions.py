@@ -6,7 +6,7 @@ from django.core.exceptions import PermissionDenied
 
 from forge.audit.models import AuditEvent
 from forge.governance.models import Agent
-from forge.workflows.models import Workflow, WorkflowVersion
+from forge.workflows.models import StepLibraryEntry, Workflow, WorkflowVersion
 from forge.workflows.services import WorkflowRejected, workflow_version_save
 
 SOURCE = """
@@ -122,3 +122,14 @@ def test_the_built_in_agents_exist(db):
     agents = {a.name: a for a in Agent.objects.filter(name__in=["mock", "shell", "python"])}
     assert {name: a.provider for name, a in agents.items()} == {"mock": "mock", "shell": "shell", "python": "python"}
     assert all(a.enabled and a.status == "active" for a in agents.values())
+
+
+def test_a_library_step_the_empty_library_lacks_is_refused_and_nothing_is_saved(operator):
+    """The server always knows its step library, even an empty one: a step naming an entry it lacks is a problem,
+    not a step left for the runner to resolve (which would fail only when the run starts)."""
+    assert not StepLibraryEntry.objects.exists()
+    with pytest.raises(WorkflowRejected) as refused:
+        workflow_version_save(user=operator, source=SOURCE.replace("    agent: mock\n    command: say hello\n",
+                                                                   "    library_step: greet\n"))
+    assert "unknown_reference" in [p.code for p in refused.value.problems]
+    assert not Workflow.objects.filter(name="greeter").exists()
