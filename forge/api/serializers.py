@@ -9,8 +9,8 @@ from rest_framework import serializers
 
 
 class Strict:
-    """A serializer mixin: a key of the body that is no writable field of the serializer is an error of its own
-    (`errors: {"colour": ["Unknown field."]}`), nested serializers included when they are Strict too."""
+    # A serializer mixin: a key of the body that is no writable field of the serializer is an error of its own
+    # (`errors: {"colour": ["Unknown field."]}`), nested serializers included when they are Strict too.
 
     def to_internal_value(self, data):
         unknown = []
@@ -30,9 +30,11 @@ class Strict:
         return value
 
 
+# The bases below carry comments, not docstrings: drf-spectacular describes a serializer by the first docstring
+# in its classes, so an `Input` without its own would be described by its base's.
 class StrictSerializer(Strict, serializers.Serializer):
-    """The base of an operation's `Input`."""
+    pass  # the base of an operation's `Input`
 
 
 class StrictModelSerializer(Strict, serializers.ModelSerializer):
-    """An `Input` that reads a model's fields."""
+    pass  # an `Input` that reads a model's fields
