@@ -95,10 +95,10 @@ class Remote:
             workflow = self.api.get(f"/workflows/{target}")
         except NotFound:
             workflow = None
-        if not workflow or not workflow.get("latest_version"):
+        number = latest_number(workflow)
+        if number is None:
             self.err(f"forge: {target!r} is neither a file nor a saved workflow")
             raise Exit(EXIT_INVALID)
-        number = workflow["latest_version"]
         return {"workflow": target, "number": number}, self.api.text(f"/workflows/{target}/versions/{number}/yaml")
 
     def _import(self, path: Path, as_json: bool, seen: set) -> tuple[dict, str]:
@@ -259,7 +259,7 @@ class Remote:
         args = dict(given)
         if given:
             try:
-                latest = self.api.get(f"/workflows/{options['workflow']}")["latest_version"]
+                latest = latest_number(self.api.get(f"/workflows/{options['workflow']}"))
                 if latest:
                     args = typed_args(self.api.text(f"/workflows/{options['workflow']}/versions/{latest}/yaml"),
                                       given)
@@ -271,3 +271,9 @@ class Remote:
             "require_approval": options["require_approval"], "approvers": options["approver"]})
         self.out(output.as_json(row) if options["json"] else output.schedule_added(row))
         return EXIT_OK
+
+
+def latest_number(workflow: dict | None) -> int | None:
+    """The number of a workflow's latest version, from GET /workflows/{name} (its `latest` version, or null)."""
+    latest = (workflow or {}).get("latest")
+    return latest["number"] if latest else None

@@ -235,3 +235,18 @@ def test_both_modes_exit_on_the_report_by_one_table(status, code):
     """`run --wait` exits on the report it printed, in either mode through output.run_exit, as `python -m engine
     run` exits on its own (a cancelled run cannot be made to end while a test's `run --wait` waits in-process)."""
     assert output.run_exit({"status": status}) == code
+
+
+def test_a_saved_workflow_is_run_and_scheduled_by_its_name_alike(server, save_workflow):
+    """`forge run NAME` and `forge schedule add NAME --arg` name a saved workflow, not a file: both modes find its
+    latest version (the remote mode read a field the workflow's answer does not have, and found none)."""
+    save_workflow(DONE)
+    here, there = (local("run", "done_fine", "--wait", "--json", "--arg", "who=ann"),
+                   remote("run", "done_fine", "--wait", "--json", "--arg", "who=ann", transport=server))
+    assert (here[0], there[0]) == (0, 0), here[2] + there[2]
+    assert here[1] == there[1] and json.loads(here[1])["variables"]["who"] == "ann"
+    assert local("run", "no_such_workflow")[:2] == remote("run", "no_such_workflow", transport=server)[:2] == (2, "")
+    mine = json.loads(local("schedule", "add", "done_fine", "--cron", "0 9 * * *", "--arg", "who=bo", "--json")[1])
+    theirs = json.loads(remote("schedule", "add", "done_fine", "--cron", "0 9 * * *", "--arg", "who=bo", "--json",
+                               transport=server)[1])
+    assert mine["args"] == theirs["args"] == {"who": "bo"}
