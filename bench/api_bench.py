@@ -21,7 +21,6 @@ figure: each backend's load average is printed. Deployments are removed on exit.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -34,7 +33,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.report import log, verdict  # noqa: E402 - after ROOT is importable
+from bench.report import log, over_backends, verdict  # noqa: E402 - after ROOT is importable
 from tests.browser.console import free_port  # noqa: E402 - after ROOT is importable
 from tests.cluster.harness import deployed  # noqa: E402
 
@@ -142,22 +141,10 @@ def print_table(results: list[dict]) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backends", default="embedded,postgres")
     parser.add_argument("--runs", type=int, default=1000, help="runs in the database while listing")
     parser.add_argument("--lists", type=int, default=200, help="list requests measured, of each kind")
     parser.add_argument("--starts", type=int, default=100, help="start requests measured")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    args = parser.parse_args(argv)
-    for backend in args.backends.split(","):
-        if backend not in BACKENDS:
-            parser.error(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
-    started = time.perf_counter()
-    results = [bench_backend(backend, args) for backend in args.backends.split(",")]
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        print_table(results)
-        print(f"\nbenchmark took {time.perf_counter() - started:.0f} s")
+    over_backends(parser, BACKENDS, bench_backend, print_table, argv)
 
 
 if __name__ == "__main__":

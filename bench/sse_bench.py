@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.report import log, verdict  # noqa: E402 - after ROOT is importable
+from bench.report import log, over_backends, verdict  # noqa: E402 - after ROOT is importable
 from tests.browser.console import free_port  # noqa: E402 - after ROOT is importable
 from tests.cluster.event_stream_client import EventStream  # noqa: E402
 from tests.cluster.harness import deployed  # noqa: E402
@@ -184,21 +184,9 @@ def print_table(results: list[dict]) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backends", default="embedded,postgres")
     parser.add_argument("--paced", type=int, default=120, help="chained steps of each run (2 events each)")
     parser.add_argument("--runs", type=int, default=2, help="runs measured per backend")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    args = parser.parse_args(argv)
-    for backend in args.backends.split(","):
-        if backend not in BACKENDS:
-            parser.error(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
-    started = time.perf_counter()
-    results = [bench_backend(backend, args) for backend in args.backends.split(",")]
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        print_table(results)
-        print(f"\nbenchmark took {time.perf_counter() - started:.0f} s")
+    over_backends(parser, BACKENDS, bench_backend, print_table, argv)
 
 
 if __name__ == "__main__":
