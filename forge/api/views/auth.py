@@ -14,31 +14,25 @@ import math
 from axes.helpers import get_cool_off
 from django.contrib.auth import authenticate, get_user_model, user_logged_in
 from django.urls import path
-from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 
-from forge.accounts.roles import SCOPES
 from forge.accounts.throttle import USERNAME_MAX, lockout_message, standing_of
-from forge.accounts.tokens import MAX_POLICY_DAYS, NAME_LENGTH, token_create
-from forge.api.base import ApiView, StrictSerializer
-from forge.api.fields import Choice, Whole, Words
-from forge.api.views.tokens import MadeOut
+from forge.accounts.tokens import token_create
+from forge.api.base import ApiView
+from forge.api.fields import Words
+from forge.api.views.tokens import MadeOut, TokenIn
 from forge.errors import RateLimited, Unauthenticated
 
 PASSWORD_MAX = 4096  # far above any password a person types; bounds the work one request can ask of the hasher
 REFUSED = "The user name or password is wrong, or the account cannot log in."
 
 
-class LoginIn(StrictSerializer):
+class LoginIn(TokenIn):
     """A person's user name and password, as on the console's login page, and the token to make (as on My
     tokens)."""
 
     username = Words(max_length=USERNAME_MAX)
     password = Words(max_length=PASSWORD_MAX, trim_whitespace=False)
-    name = Words(max_length=NAME_LENGTH, help_text="what the token is for")
-    scopes = serializers.ListField(child=Choice(choices=SCOPES), min_length=1, max_length=len(SCOPES))
-    days = Whole(required=False, min_value=1, max_value=MAX_POLICY_DAYS,
-                 help_text="how long it lives: 90 by default, at most the installation's longest")
 
 
 class TokenLoginApi(ApiView):

@@ -12,6 +12,7 @@ from forge.accounts.roles import SCOPES
 from forge.accounts.tokens import (
     DESCRIPTION_LENGTH, MAX_POLICY_DAYS, NAME_LENGTH, service_account_create, token_create, token_revoke, tokens_of)
 from forge.api.base import ApiView, StrictSerializer
+from forge.api.fields import Choice, Whole, Words
 from forge.api.routes import by_method
 from forge.errors import NotFound
 
@@ -31,11 +32,10 @@ class TokenOut(serializers.Serializer):
 
 
 class TokenIn(StrictSerializer):
-    name = serializers.CharField(max_length=NAME_LENGTH, help_text="what the token is for")
-    scopes = serializers.ListField(child=serializers.ChoiceField(choices=SCOPES), min_length=1,
-                                   max_length=len(SCOPES))
-    days = serializers.IntegerField(required=False, min_value=1, max_value=MAX_POLICY_DAYS,
-                                    help_text="how long it lives: 90 by default, at most the installation's longest")
+    name = Words(max_length=NAME_LENGTH, help_text="what the token is for")
+    scopes = serializers.ListField(child=Choice(choices=SCOPES), min_length=1, max_length=len(SCOPES))
+    days = Whole(required=False, min_value=1, max_value=MAX_POLICY_DAYS,
+                 help_text="how long it lives: 90 by default, at most the installation's longest")
 
 
 class MadeOut(TokenOut):
@@ -103,8 +103,8 @@ class ServiceAccountCreateApi(ApiView):
     success_status = 201
 
     class Input(StrictSerializer):
-        username = serializers.CharField(max_length=150)
-        description = serializers.CharField(max_length=DESCRIPTION_LENGTH, required=False, default="", allow_blank=True)
+        username = Words(max_length=150)
+        description = Words(max_length=DESCRIPTION_LENGTH, required=False, default="", allow_blank=True)
 
     Output = AccountOut
 
