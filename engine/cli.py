@@ -25,8 +25,8 @@ from engine.report import report
 from engine.runner import DecisionMismatch, LocalRunner, log_command
 from engine.validation import Report, load_workflow, validate_source
 from engine.terminal import (
-    EXIT_FAILED, EXIT_INVALID, EXIT_OK, EXIT_PAUSED, UsageError, pairs, print_problems, print_run, print_validation,
-    replies, unasked_note, unasked_replies,
+    EXIT_FAILED, EXIT_INVALID, EXIT_OK, UsageError, pairs, print_problems, print_run, print_validation,
+    replies, run_exit, unasked_note, unasked_replies,
 )
 from engine.yamlload import YamlLoadError, load
 
@@ -190,7 +190,7 @@ def cmd_run(args) -> int:
                 continue
             print(f"waiting for a decision on {approval['step']} ({approval['kind']}): {approval['message']}\n"
                   f"  answer with --decide {approval['step']}={'|'.join(approval['options'])}")
-    return {"completed": EXIT_OK, "paused": EXIT_PAUSED}.get(outcome.status, EXIT_FAILED)
+    return run_exit(outcome.status)
 
 
 def _check_workflow_refs(path: Path, workflow, library) -> Problem | None:

@@ -14,6 +14,12 @@ from engine.validation import Report
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
 
 
+def run_exit(status: str) -> int:
+    """How a run command exits on the run's status: 0 completed, 3 paused (waiting for a person's decision or reply),
+    1 failed or cancelled."""
+    return {"completed": EXIT_OK, "paused": EXIT_PAUSED}.get(status, EXIT_FAILED)
+
+
 class UsageError(Exception):
     """A bad command-line argument (exit 2)."""
 

@@ -12,7 +12,7 @@ from django.db.models import Count, Max
 from engine.interpreter import DECISIONS
 from engine.problems import WorkflowInvalid
 from engine.terminal import EXIT_FAILED, EXIT_INVALID, EXIT_OK, UsageError, pairs, print_problems
-from engine.terminal import replies as reply_pairs, unasked_note, unasked_replies
+from engine.terminal import replies as reply_pairs, run_exit, unasked_note, unasked_replies
 from engine.validation import Report
 from forge.api.serializers_runs import ApprovalOut, RunOut
 from forge.api.views.workflows import WorkflowOut
@@ -69,7 +69,7 @@ class Local:
             self.stdout.write(output.as_json(result))
         else:
             output.print_report(result, self.stdout.write, f"run {run.pk}")
-        return output.run_exit(result)
+        return run_exit(result["status"])
 
     def _warn(self, target: str, version) -> None:
         """The version's validation warnings on stderr, as `python -m engine run` prints them: the run goes on."""

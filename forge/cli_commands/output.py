@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from engine.problems import Problem
-from engine.terminal import EXIT_FAILED, EXIT_OK, EXIT_PAUSED, print_problems, print_run
+from engine.terminal import print_problems, print_run
 from engine.validation import Report, validate_source
 from engine.yamlload import YamlLoadError, load
 
@@ -167,12 +167,6 @@ def kill_switch_words(switch: dict) -> str:
         return f"kill switch engaged{by}{at}{why}; no schedule starts a run"
     return (f"kill switch off{f' (lifted{by}{at})' if switch['changed_at'] else ''}; "
             f"schedules fire at their cron times")
-
-
-def run_exit(report: dict) -> int:
-    """How `forge run --wait` exits on the run's report (GET /runs/{id}/report), as `python -m engine run` does: 0
-    completed, 3 paused (waiting for a person's decision or reply), 1 failed or cancelled."""
-    return {"completed": EXIT_OK, PAUSED: EXIT_PAUSED}.get(report["status"], EXIT_FAILED)
 
 
 def print_report(report: dict, write: Write, name: str, *, calls: bool = False) -> None:

@@ -12,7 +12,7 @@ from engine.arguments import ArgumentsInvalid, resolve_args
 from engine.interpreter import DECISIONS
 from engine.model import ArgSpec
 from engine.terminal import EXIT_FAILED, EXIT_INVALID, EXIT_OK, UsageError, pairs, print_problems
-from engine.terminal import replies as reply_pairs, unasked_note, unasked_replies
+from engine.terminal import replies as reply_pairs, run_exit, unasked_note, unasked_replies
 from engine.validation import validate_source
 from engine.yamlload import YamlLoadError, load
 from forge.cli_commands import output
@@ -83,7 +83,7 @@ class Remote:
             return EXIT_OK
         report = self._wait(run["id"], decisions, replies, options["timeout"])
         self._json_or(options, report, lambda: output.print_report(report, self.out, f"run {run['id']}"))
-        return output.run_exit(report)
+        return run_exit(report["status"])
 
     def _version(self, target: str, as_json: bool) -> tuple[dict, str]:
         """The version to start ({workflow, number}) and its YAML: a file saved first (with the sub-workflow files

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from django.core.wsgi import get_wsgi_application
 
+from engine.terminal import run_exit
 from forge.accounts.tokens import token_create
-from forge.cli_commands import output
 from forge.runs import services
 from forge.runs.models import Approval, Run
 from tests.forge.cli.helpers import local, remote
@@ -232,9 +232,10 @@ def test_a_run_with_a_request_pending_and_a_retry_due_is_not_paused_in_either_mo
 
 @pytest.mark.parametrize("status, code", [("completed", 0), ("failed", 1), ("cancelled", 1), ("paused", 3)])
 def test_both_modes_exit_on_the_report_by_one_table(status, code):
-    """`run --wait` exits on the report it printed, in either mode through output.run_exit, as `python -m engine
-    run` exits on its own (a cancelled run cannot be made to end while a test's `run --wait` waits in-process)."""
-    assert output.run_exit({"status": status}) == code
+    """`run --wait` exits on the report's status in either mode through engine.terminal.run_exit, the table
+    `python -m engine run` exits by too (a cancelled run cannot be made to end while a test's `run --wait` waits
+    in-process)."""
+    assert run_exit(status) == code
 
 
 def test_a_saved_workflow_is_run_and_scheduled_by_its_name_alike(server, save_workflow):
