@@ -54,8 +54,14 @@ def workflow_validate(*, source: str, loaded: Loaded | None = None) -> Report:
 def workflow_version_save(*, user, source: str, description: str = "", message: str = "") -> WorkflowVersion:
     """Validate `source` and store it as the next version of the workflow it names, with the saver's `message`.
 
-    Saving the same text again returns the existing version.
+    Saving the same text again returns the existing version (workflow_version_put says which it was).
     """
+    return workflow_version_put(user=user, source=source, description=description, message=message)[0]
+
+
+def workflow_version_put(*, user, source: str, description: str = "",
+                         message: str = "") -> tuple[WorkflowVersion, bool]:
+    """As workflow_version_save, with whether this call added the version (False: the text was one already)."""
     if user is not None and not can(user, "workflow.edit"):
         raise Forbidden("you may not edit workflows")
     report = workflow_validate(source=source)
@@ -71,19 +77,19 @@ def workflow_version_save(*, user, source: str, description: str = "", message: 
     raise WorkflowConflict([Problem("conflict", "the workflow changed while it was being saved; try again")])
 
 
-def _save(user, source: str, name: str, description: str, message: str) -> WorkflowVersion:
+def _save(user, source: str, name: str, description: str, message: str) -> tuple[WorkflowVersion, bool]:
     digest = content_hash(source)
     existing = WorkflowVersion.objects.filter(workflow__name=name, content_hash=digest).order_by("-number").first()
     if existing is not None:
-        return existing
+        return existing, False
     # NO KEY UPDATE: numbering versions must not wait on runs that merely reference the workflow.
     workflow, created = Workflow.objects.select_for_update(no_key=True).get_or_create(
         name=name, defaults={"description": description, "created_by": user})
     existing = workflow.versions.filter(content_hash=digest).order_by("-number").first()
     if existing is not None:
-        return existing
+        return existing, False
     return version_append(user=user, workflow=workflow, source=source, description=description, message=message,
-                          created=created)
+                          created=created), True
 
 
 def version_append(*, user, workflow: Workflow, source: str, description: str, message: str,

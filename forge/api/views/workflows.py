@@ -8,7 +8,6 @@ from functools import partial
 from django.db.models import Count, Max
 from django.http import HttpResponse
 from django.urls import path
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -26,7 +25,7 @@ from forge.workflows import drafts, editing
 from forge.workflows.filters import WorkflowFilter
 from forge.workflows.models import Workflow, WorkflowVersion
 from forge.workflows.selectors import workflows_for_user
-from forge.workflows.services import workflow_validate, workflow_version_save
+from forge.workflows.services import workflow_validate, workflow_version_put
 
 READ, WRITE = "workflow.view", "workflow.edit"  # as the console's workflow pages and its editor ask
 
@@ -162,9 +161,8 @@ class WorkflowCreateApi(ApiView):
         data = self.read(request)
         source = editing.storable(data["yaml"], "the text")
         message = editing.message_of(data["message"])
-        started = timezone.now()
-        version = workflow_version_save(user=request.user, source=source, message=message)  # 422: its problems
-        version.created = version.created_at >= started
+        version, created = workflow_version_put(user=request.user, source=source, message=message)  # 422: its problems
+        version.created = created
         return self.answer(version, status=201 if version.created else 200)
 
 

@@ -7,7 +7,7 @@ from django.core.exceptions import PermissionDenied
 from forge.audit.models import AuditEvent
 from forge.governance.models import Agent
 from forge.workflows.models import StepLibraryEntry, Workflow, WorkflowVersion
-from forge.workflows.services import WorkflowRejected, workflow_version_save
+from forge.workflows.services import WorkflowRejected, workflow_version_put, workflow_version_save
 
 SOURCE = """
 name: greeter
@@ -47,6 +47,14 @@ def test_saving_the_same_text_again_returns_the_same_version(operator, admin_use
     assert again.pk == first.pk
     assert WorkflowVersion.objects.filter(workflow__name="greeter").count() == 1
     assert AuditEvent.objects.filter(target="workflow:greeter").count() == 1
+
+
+def test_put_says_whether_it_added_the_version(operator):
+    first, added = workflow_version_put(user=operator, source=SOURCE)
+    assert (first.number, added) == (1, True)
+    assert workflow_version_put(user=operator, source=SOURCE) == (first, False)
+    assert workflow_version_put(user=operator, source=CHANGED)[0].number == 2
+    assert workflow_version_put(user=operator, source=SOURCE) == (first, False)  # an older text: still version 1
 
 
 def test_a_changed_text_becomes_version_2_and_version_1_is_kept(operator):
