@@ -6,7 +6,7 @@ from engine.edit import render
 from engine.edit.checks import steps_required
 from engine.edit.editor import Editor
 from engine.edit.errors import Patched
-from engine.edit.source import Source
+from engine.edit.source import Source, blank
 from engine.edit.values import plain_copy
 
 
@@ -40,7 +40,7 @@ def insert_steps(source: Source, steps: list[dict], after, text: str | None = No
         if 0 < position < len(source.step_nodes):  # before the next step and the comments above it
             where = source.after_deeper_comments(source.item_span(position)[0], dash)
             floor = source.line_end(source.step_nodes[position - 1].content_end())  # a `|+` keeps its blank lines
-            while where > floor and not source.text[source.line_start(where - 1):where].strip():
+            while where > floor and blank(source.text[source.line_start(where - 1):where]):
                 where = source.line_start(where - 1)  # the blank lines that separate the steps stay before it
         elif position:
             where = source.after_deeper_comments(
@@ -73,4 +73,4 @@ def _indented(text: str, column: int, nl: str) -> str:
     lines = text.replace("\r\n", "\n").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return "".join((" " * column + line if line.strip() else "") + nl for line in lines)
+    return "".join((" " * column + line if not blank(line) else "") + nl for line in lines)

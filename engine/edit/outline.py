@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 
 from engine.edit.references import step_refs
-from engine.edit.source import collector_paused
+from engine.edit.source import WHITE, blank, collector_paused
 from engine.edit.values import json_safe
 from engine.validation import STEP_ID
 from engine.yamlload import Loaded, YamlLoadError, load
 
-_LONE_DASH = re.compile(r"-(\s+#.*)?")
+_LONE_DASH = re.compile(r"-([ \t]+#.*)?")
 
 
 def outline(text: str, loaded: Loaded | None = None) -> dict:
@@ -74,7 +74,7 @@ def _outline(text: str, loaded: Loaded | None) -> dict:
         if owner:
             first = _with_dash(lines, loaded.position(("steps", i))[0] or 1)
             last = max(first, boundaries[i] - 1)
-            while last > first and (not lines[last - 1].strip() or lines[last - 1].lstrip().startswith("#")):
+            while last > first and (blank(lines[last - 1]) or lines[last - 1].lstrip(WHITE).startswith("#")):
                 last -= 1
             agent = raw.get("agent")
             nodes.append({"id": own, "kind": kind_of(raw), "agent": agent if isinstance(agent, str) else None,
@@ -92,7 +92,8 @@ def _outline(text: str, loaded: Loaded | None) -> dict:
 
 def _with_dash(lines: list[str], first: int) -> int:
     """A step whose dash stands on a line of its own (`-` then its keys below) starts at that dash."""
-    if first > 1 and not lines[first - 1].lstrip().startswith("-") and _LONE_DASH.fullmatch(lines[first - 2].strip()):
+    if first > 1 and not lines[first - 1].lstrip(WHITE).startswith("-") \
+            and _LONE_DASH.fullmatch(lines[first - 2].strip(WHITE + "\r")):
         return first - 1
     return first
 

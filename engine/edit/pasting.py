@@ -16,7 +16,7 @@ from engine.edit.editor import Editor
 from engine.edit.errors import PatchError, Patched, refused_not_raised
 from engine.edit.inserting import insert_steps
 from engine.edit.rename import reference_hits, rewrite_all
-from engine.edit.source import Source, block_steps_loaded, bounded_load, collector_paused
+from engine.edit.source import WHITE, Source, blank, block_steps_loaded, bounded_load, collector_paused
 from engine.edit.spans import descendants
 from engine.edit.values import plain_copy
 
@@ -75,17 +75,17 @@ def _as_list(text: str) -> str:
     if not text.endswith("\n"):
         text += "\n"  # the pasted steps are read as they will stand: followed by more lines
     lines = text.split("\n")
-    content = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    content = [line for line in lines if not blank(line) and not line.lstrip(WHITE).startswith("#")]
     if not content:
         raise PatchError("bad_patch", "there is nothing to paste")
     margin = min(len(line) - len(line.lstrip(" ")) for line in content)
     lines = [line[min(margin, len(line) - len(line.lstrip(" "))):] for line in lines]
-    first = next(k for k, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#"))
+    first = next(k for k, line in enumerate(lines) if not blank(line) and not line.lstrip(WHITE).startswith("#"))
     if lines[first].startswith(("[", "{")):
         raise PatchError("bad_patch", "paste a block list of steps (what Copy gives) or one step's mapping")
     if lines[first].startswith("-"):
         return "\n".join(lines)
-    return "\n".join(lines[:first] + ["- " + lines[first]] + [("  " + line) if line.strip() else line
+    return "\n".join(lines[:first] + ["- " + lines[first]] + [("  " + line) if not blank(line) else line
                                                               for line in lines[first + 1:]])
 
 

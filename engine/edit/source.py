@@ -16,6 +16,12 @@ from engine.edit.errors import Patched, PatchError
 from engine.yamlload import YamlLoadError, load
 
 BOM = "\ufeff"
+WHITE = " \t"  # YAML's white space; Python's strip() also takes U+00A0 and the other Unicode spaces, YAML's content
+
+
+def blank(line: str) -> bool:
+    """Whether YAML reads `line` (its line break included or not) as a blank line."""
+    return not line.strip(WHITE + "\r\n")
 
 
 @contextlib.contextmanager

@@ -115,6 +115,19 @@ def test_duplicate_inserts_a_copy_after_the_step_with_a_fresh_id():
     assert "  - id: b_copy_2\n" in again and again.index("b_copy_2") < again.index("id: b_copy\n")
 
 
+@pytest.mark.parametrize("space", ["\xa0", "\u3000", "\u2003"])
+def test_a_line_of_unicode_space_is_content_when_copied_pasted_and_duplicated(space):
+    """YAML's white space is the space and the tab: a block scalar's line holding only U+00A0 (or another Unicode
+    space) is text, indented with the rest, not a blank line left at column 0."""
+    text = f"name: wf\nsteps:\n  - id: a\n    agent: shell\n    command: |2-\n\n      {space}\n"
+    copied = copy_steps(text, ["a"])
+    assert copied == f"- id: a\n  agent: shell\n  command: |2-\n\n    {space}\n"
+    pasted = apply(text, {"op": "selection.paste", "yaml": copied, "after": "a"})
+    assert pasted == text + text[text.index("  - id: a"):].replace("id: a", "id: a_2")
+    duplicated = apply(text, {"op": "step.duplicate", "id": "a"})
+    assert duplicated == text + text[text.index("  - id: a"):].replace("id: a", "id: a_copy")
+
+
 def test_duplicate_of_a_self_referring_step_points_the_copy_at_itself():
     text = "name: wf\nsteps:\n  - id: a\n    agent: mock\n    command: x\n    loop:\n      max_iterations: 2\n" \
         "      until: \"a.outputs.done == true\"\n"
