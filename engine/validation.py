@@ -303,7 +303,11 @@ class _Validator:
         if len(kinds) > 1:
             self.report("conflicting_step_kind", f"a step can be only one of: {', '.join(kinds)}", base, check)
         elif not kinds or kinds == ["an agent step"]:
-            exempt = raw.get("library_step") is not None and self.library is None
+            # a library step whose entry is unknown here (no library given, or not in it: reported once, as
+            # unknown_reference) has no fields to judge yet
+            library_step = raw.get("library_step")
+            exempt = library_step is not None and (self.library is None or not isinstance(library_step, str)
+                                                   or library_step not in self.library)
             if not exempt and raw.get("agent") is None:
                 self.report("missing_agent", "an agent step needs `agent` (the agent that runs it)", base, check)
             if not exempt and raw.get("command") is None:

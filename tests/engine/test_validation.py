@@ -348,8 +348,15 @@ def test_library_fields_are_defaults_that_the_workflows_fields_override():
 
 def test_an_unknown_library_step_is_an_unknown_reference():
     document = "name: wf\nsteps:\n  - id: mine\n    library_step: missing\n"
-    problem = the_problem(validate_source(document, library=LIBRARY), "unknown_reference")
+    report = validate_source(document, library=LIBRARY)
+    problem = the_problem(report, "unknown_reference")
     assert "missing" in problem.message and (problem.step, problem.line, problem.column) == ("mine", 4, 19)
+    assert [p.code for p in report.problems] == ["unknown_reference"]  # no missing agent or command besides
+
+
+def test_a_library_step_that_is_no_name_is_a_bad_type_alone():
+    report = validate_source("name: wf\nsteps:\n  - id: mine\n    library_step: [fetch]\n", library=LIBRARY)
+    assert [p.code for p in report.problems] == ["bad_type"]
 
 
 def test_without_a_library_a_library_step_is_exempt_from_completeness():
