@@ -67,7 +67,8 @@ class SaveInvalid(EditInvalid):
     """The text is not a valid workflow: it is saved only once validation finds no problem."""
 
     def __init__(self, report: Report):
-        super().__init__(f"the workflow has {len(report.problems)} problem(s); fix them before saving",
+        count = len(report.problems)
+        super().__init__(f"the workflow has {count} problem{'' if count == 1 else 's'}; fix them before saving",
                          code="invalid", problems=problems_json(report))
 
 

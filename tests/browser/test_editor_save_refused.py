@@ -1,6 +1,7 @@
 """A save the server refuses as invalid (422), in Chromium against daphne: olive's draft uses a step of the library
 and is valid while she types; an Admin takes that step out of the library before she saves; Save is refused with
-the server's problem, which she reads in the Save dialog and then in the problems list, and no version is made."""
+the server's problems, which she reads in the Save dialog (one click takes her to the line) and in the problems list,
+and no version is made."""
 
 from __future__ import annotations
 
@@ -56,16 +57,20 @@ def test_a_save_the_server_refuses_shows_its_problem_in_the_dialog_and_the_list(
         page.click("#save-confirm")
     assert answered.value.status == 422
     said = page.locator("#save-error")
-    expect(said).to_have_text(re.compile(r"^Not saved: the workflow has \d+ problem\(s\); fix them before saving\.$"),
+    expect(said).to_have_text(re.compile(r"^Not saved: the workflow has (1 problem|\d+ problems); fix them before saving\.$"),
                               timeout=WAIT)
     told = int(re.search(r"\d+", said.inner_text())[0])
     expect(page.locator("#save-dialog")).to_be_visible()  # open: she reads why, her message still there
     expect(page.locator("#save-message")).to_have_value("Greet them with the library's step")
     expect(page.locator("#save-confirm")).to_be_enabled()
+    in_dialog = page.locator("#save-problems button.problem[data-code=unknown_reference]")
+    expect(in_dialog).to_contain_text("library step 'greet' is not in the step library")  # what, not just how many
+    expect(page.locator("#save-problems button.problem")).to_have_count(min(told, 5))
     page.screenshot(path=str(console.shots / "editor-save-refused-dialog.png"), caret="initial")
 
-    page.click("#save-cancel")
+    in_dialog.click()  # takes her to the line, the dialog closed
     expect(page.locator("#save-dialog")).to_be_hidden()
+    assert "library_step: greet" in page.evaluate("() => window.forgeEditor.selection()")
     expect(page.locator("#problems button.problem")).to_have_count(told)  # the server's, where problems are read
     problem = page.locator("#problems button.problem[data-code=unknown_reference]")
     expect(problem).to_have_count(1)

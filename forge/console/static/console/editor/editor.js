@@ -158,21 +158,7 @@ function drawProblems() {
   if (key === listed) return;
   listed = key;
   const list = $("problems");
-  list.replaceChildren(...state.problems.map((p) => {
-    const button = document.createElement("button");
-    button.type = "button";
-    button.className = "problem";
-    button.dataset.code = p.code;
-    button.dataset.severity = p.severity || "error";
-    const where = p.line ? `line ${p.line}${p.column ? `, column ${p.column}` : ""}` : p.step ? `step ${p.step}` : "document";
-    const code = document.createElement("code");
-    code.textContent = p.code;
-    button.append(`${p.severity === "warning" ? "warning" : "error"} · ${where}: `, code, ` ${p.message}`);
-    button.addEventListener("click", () => goTo(p));
-    const item = document.createElement("li");
-    item.append(button);
-    return item;
-  }));
+  list.replaceChildren(...state.problems.map((p) => problemItem(p, () => goTo(p))));
   if (!state.problems.length) {
     const item = document.createElement("li");
     item.className = "muted";
@@ -180,6 +166,23 @@ function drawProblems() {
     list.append(item);
   }
   $("problem-count").textContent = state.problems.length || "";
+}
+
+// One problem as the list shows it: a button that takes the person to where it is.
+function problemItem(p, onClick) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "problem";
+  button.dataset.code = p.code;
+  button.dataset.severity = p.severity || "error";
+  const where = p.line ? `line ${p.line}${p.column ? `, column ${p.column}` : ""}` : p.step ? `step ${p.step}` : "document";
+  const code = document.createElement("code");
+  code.textContent = p.code;
+  button.append(`${p.severity === "warning" ? "warning" : "error"} · ${where}: `, code, ` ${p.message}`);
+  button.addEventListener("click", onClick);
+  const item = document.createElement("li");
+  item.append(button);
+  return item;
 }
 
 function goTo(problem) {
@@ -346,6 +349,7 @@ async function openSave() {
   $("save-diff").replaceChildren("Reading the changes…");
   $("save-what").textContent = base ? "" : "A new workflow: every line is new.";
   $("save-error").textContent = "";
+  showSaveProblems([]);
   $("save-confirm").disabled = false;
   $("save-dialog").showModal();
   $("save-message").focus();
@@ -379,9 +383,26 @@ async function save(text, message, baseVersion) {
   }
   if (Array.isArray(answer.data.problems)) { // an invalid text (422): its problems are shown where they are
     take({ ...answer.data, valid: false, dirty: state.dirty });
+    showSaveProblems(answer.data.problems);
     return `Not saved: ${refusal(answer)}.`;
   }
   return `Not saved: ${refusal(answer)}.`;
+}
+
+const SAVE_PROBLEMS_SHOWN = 5; // the rest are in the problems list, a click away
+function showSaveProblems(problems) {
+  const items = problems.slice(0, SAVE_PROBLEMS_SHOWN).map((p) => problemItem(p, () => {
+    $("save-dialog").close();
+    goTo(p);
+  }));
+  if (problems.length > SAVE_PROBLEMS_SHOWN) {
+    const more = document.createElement("li");
+    more.className = "muted";
+    more.textContent = `and ${problems.length - SAVE_PROBLEMS_SHOWN} more in the problems list`;
+    items.push(more);
+  }
+  $("save-problems").replaceChildren(...items);
+  $("save-problems").hidden = !items.length;
 }
 
 async function saveMerged(text, message, theirs) {
