@@ -36,7 +36,7 @@ class Console:
         self.contexts: list = []  # the browser contexts its people logged in with, closed by close()
         self.violations: list[str] = []  # of the Content-Security-Policy, in any of them
         deployment.env.update({"FORGE_SSL_REDIRECT": "0", "FORGE_SECURE_COOKIES": "0"})
-        deployment.manage("collectstatic", "--no-input", "-v0")  # as bin/serve does: pages name hashed files
+        deployment.collect_static()
         deployment.query("from django.contrib.auth.models import Group, User\n" + "".join(
             f"u = User.objects.create_user({name!r}, password={PASSWORD.format(name)!r}, is_staff={name == 'adam'})\n"
             + "".join(f"u.groups.add(Group.objects.get(name={group!r}))\n" for group in groups)

@@ -47,7 +47,8 @@ TEST_TIMINGS = {"FORGE_STEP_TIMEOUT_MAX_S": "60", "FORGE_TASK_MARGIN_S": "5", "F
                 "FORGE_RECOVERY_S": "1", "FORGE_WORKERS": "4"}
 
 
-_TEMPLATES: dict[str, str] = {}  # backend -> its migrated template: a database name, or a SQLite file's path
+_TEMPLATES: dict[str, str] = {}  # backend -> its migrated template (a database name, or a SQLite file's path);
+# "static" -> the collected static files
 
 
 def _pg_url(name: str) -> str:
@@ -84,6 +85,19 @@ def _migrated(backend: str, env: dict[str, str]) -> str:
             conn.execute(f'ALTER DATABASE "{template}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false')
     _TEMPLATES[backend] = template
     return template
+
+
+def _collected(env: dict[str, str]) -> Path:
+    """This process's collectstatic output (seconds of hashing and compressing), made once, removed at exit."""
+    if "static" not in _TEMPLATES:
+        folder = Path(tempfile.mkdtemp(prefix="forge-static-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        done = subprocess.run([PYTHON, str(ROOT / "manage.py"), "collectstatic", "--no-input", "-v0"], cwd=ROOT,
+                              env={**env, "FORGE_DATA_DIR": str(folder)}, capture_output=True, text=True, timeout=600)
+        if done.returncode:
+            raise AssertionError(f"manage.py collectstatic exited {done.returncode}:\n{done.stderr[-3000:]}")
+        _TEMPLATES["static"] = str(folder / "static")
+    return Path(_TEMPLATES["static"])
 
 
 def _drop_template(name: str) -> None:
@@ -140,6 +154,11 @@ class Deployment:
         if check and done.returncode not in (0, 1, 3):
             raise AssertionError(f"manage.py {' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}")
         return done
+
+    def collect_static(self) -> None:
+        """The static files in place as bin/serve's collectstatic leaves them (pages name hashed files): a link to
+        the files this process collected once."""
+        (Path(self.env["FORGE_DATA_DIR"]) / "static").symlink_to(_collected(self.env), target_is_directory=True)
 
     def forge(self, *args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         return self.manage("forge", *args, check=False, timeout=timeout, env=env)

@@ -117,7 +117,7 @@ def live():
     with deployed("forge-schemathesis-", "sqlite", FORGE_API_RATE_LIMIT="100000000", FORGE_SECURE_COOKIES="0") as d:
         world = d.query(f"ENDS, WAITS = {ENDS!r}, {WAITS!r}\nfrom forge.accounts.roles import SCOPES\n" + WORLD)
         assert world["status"] == "completed", world
-        d.manage("collectstatic", "--no-input", "-v0")  # as bin/serve does: error pages name hashed files
+        d.collect_static()  # error pages name hashed files
         port = free_port()
         d.start_daphne(port)
         yield Live(f"http://127.0.0.1:{port}", world, d)
