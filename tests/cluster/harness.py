@@ -129,6 +129,7 @@ class Deployment:
         self.env.pop("DATABASE_URL", None)
         self.env.pop("REDIS_URL", None)
         try:
+            workdir.mkdir(parents=True, exist_ok=True)  # as migrate made it when it ran here
             template = _migrated(backend, self.env)
             if backend == "postgres":
                 import psycopg
