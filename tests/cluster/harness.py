@@ -47,8 +47,16 @@ TEST_TIMINGS = {"FORGE_STEP_TIMEOUT_MAX_S": "60", "FORGE_TASK_MARGIN_S": "5", "F
                 "FORGE_RECOVERY_S": "1", "FORGE_WORKERS": "4"}
 
 
-_TEMPLATES: dict[str, str] = {}  # backend -> its migrated template (a database name, or a SQLite file's path);
-# "static" -> the collected static files
+_TEMPLATES: dict[str, str] = {}  # backend -> its migrated template: a database name, or a SQLite file's path
+_STATIC: list[Path] = []  # the static files this process collected, once
+
+
+def _manage(env: dict[str, str], *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+    done = subprocess.run([PYTHON, str(ROOT / "manage.py"), *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    if check and done.returncode not in (0, 1, 3):
+        raise AssertionError(f"manage.py {' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}")
+    return done
 
 
 def _pg_url(name: str) -> str:
@@ -63,9 +71,9 @@ def _migrated(backend: str, env: dict[str, str]) -> str:
     folder = Path(tempfile.mkdtemp(prefix="forge-template-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     env = {**env, "FORGE_DATA_DIR": str(folder)}
-    if backend == "postgres":
-        import psycopg
+    import psycopg
 
+    if backend == "postgres":
         template = f"forge_tpl_{uuid.uuid4().hex[:10]}"
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{template}"')
@@ -74,13 +82,8 @@ def _migrated(backend: str, env: dict[str, str]) -> str:
     else:
         template = str(folder / "forge.sqlite3")
         env["FORGE_SQLITE_PATH"] = template
-    done = subprocess.run([PYTHON, str(ROOT / "manage.py"), "migrate", "-v0"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
-    if done.returncode:
-        raise AssertionError(f"manage.py migrate exited {done.returncode}:\n{done.stderr[-3000:]}")
+    _manage(env, "migrate", "-v0", timeout=600)
     if backend == "postgres":  # no connection may hold a template while it is copied, autovacuum's included
-        import psycopg
-
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
             conn.execute(f'ALTER DATABASE "{template}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false')
     _TEMPLATES[backend] = template
@@ -89,15 +92,12 @@ def _migrated(backend: str, env: dict[str, str]) -> str:
 
 def _collected(env: dict[str, str]) -> Path:
     """This process's collectstatic output (seconds of hashing and compressing), made once, removed at exit."""
-    if "static" not in _TEMPLATES:
+    if not _STATIC:
         folder = Path(tempfile.mkdtemp(prefix="forge-static-"))
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        done = subprocess.run([PYTHON, str(ROOT / "manage.py"), "collectstatic", "--no-input", "-v0"], cwd=ROOT,
-                              env={**env, "FORGE_DATA_DIR": str(folder)}, capture_output=True, text=True, timeout=600)
-        if done.returncode:
-            raise AssertionError(f"manage.py collectstatic exited {done.returncode}:\n{done.stderr[-3000:]}")
-        _TEMPLATES["static"] = str(folder / "static")
-    return Path(_TEMPLATES["static"])
+        _manage({**env, "FORGE_DATA_DIR": str(folder)}, "collectstatic", "--no-input", "-v0", timeout=600)
+        _STATIC.append(folder / "static")
+    return _STATIC[0]
 
 
 def _drop_template(name: str) -> None:
@@ -150,11 +150,7 @@ class Deployment:
 
     def manage(self, *args: str, check: bool = True, timeout: float = 300,
                env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        done = subprocess.run([PYTHON, str(ROOT / "manage.py"), *args], cwd=ROOT, env={**self.env, **(env or {})},
-                              capture_output=True, text=True, timeout=timeout)
-        if check and done.returncode not in (0, 1, 3):
-            raise AssertionError(f"manage.py {' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}")
-        return done
+        return _manage({**self.env, **(env or {})}, *args, check=check, timeout=timeout)
 
     def collect_static(self) -> None:
         """The static files in place as bin/serve's collectstatic leaves them (pages name hashed files): a link to
