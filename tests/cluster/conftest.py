@@ -2,10 +2,19 @@ import json
 
 import pytest
 
+from tests.cluster import postgres_pass
 from tests.cluster.harness import Deployment, Gates
 
 CALLABLES = ("forge.runs.callables.noop,tests.cluster.callables.ledger,tests.cluster.callables.gated,"
              "tests.cluster.callables.crash")
+
+
+def pytest_collection_finish(session):
+    postgres_pass.start_if_selected(session)
+
+
+def pytest_sessionfinish(session):
+    postgres_pass.stop()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
