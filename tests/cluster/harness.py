@@ -36,6 +36,8 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
+import psycopg
+
 from forge.supervisor import web_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,8 +73,6 @@ def _migrated(backend: str, env: dict[str, str]) -> str:
     folder = Path(tempfile.mkdtemp(prefix="forge-template-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     env = {**env, "FORGE_DATA_DIR": str(folder)}
-    import psycopg
-
     if backend == "postgres":
         template = f"forge_tpl_{uuid.uuid4().hex[:10]}"
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
@@ -101,8 +101,6 @@ def _collected(env: dict[str, str]) -> Path:
 
 
 def _drop_template(name: str) -> None:
-    import psycopg
-
     with contextlib.suppress(Exception), psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'ALTER DATABASE "{name}" WITH IS_TEMPLATE false')
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -132,8 +130,6 @@ class Deployment:
             workdir.mkdir(parents=True, exist_ok=True)  # as migrate made it when it ran here
             template = _migrated(backend, self.env)
             if backend == "postgres":
-                import psycopg
-
                 with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
                     conn.execute(f'CREATE DATABASE "{self.name}" TEMPLATE "{template}"')
                 self.env["DATABASE_URL"] = _pg_url(self.name)
@@ -209,8 +205,6 @@ class Deployment:
                     pass
             self.kill(process)  # whatever is left of its group
         if self.backend == "postgres":
-            import psycopg
-
             with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
             import redis
@@ -235,8 +229,6 @@ class Deployment:
         come back as aware UTC datetimes on both backends."""
         if self.backend == "postgres":
             if self._db is None:
-                import psycopg
-
                 self._db = psycopg.connect(self.env["DATABASE_URL"], autocommit=True)
             cursor = self._db.execute(statement, params)
             return [tuple(_utc(v) for v in row) for row in cursor.fetchall()] if cursor.description else []

@@ -8,13 +8,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from tests.cluster.harness import PG_ADMIN_URL
+from tests.cluster.harness import PG_ADMIN_URL, PYTHON, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 TEST = "tests/cluster/test_console_on_postgres.py::test_the_console_suite_passes_on_postgresql"
 
 
@@ -28,7 +26,7 @@ class PostgresPass:
             # Not the slow tests: each starts a deployment of its own (tests/cluster/harness.py), whose database
             # DATABASE_URL does not choose, so here they would only repeat themselves.
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "pytest", "tests/forge", "-q", "-p", "no:cacheprovider", "-x", "-m", "not slow"],
+                [PYTHON, "-m", "pytest", "tests/forge", "-q", "-p", "no:cacheprovider", "-x", "-m", "not slow"],
                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
     def wait(self, deadline_s: float) -> tuple[int, str]:
